@@ -1,0 +1,66 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Upcoming features that keep the public surface honest: C modules are imported
+/// `internal`ly by default, so no C type can leak into the public API.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "hapi-push-native",
+    products: [
+        .library(name: "PushNative", targets: ["PushNative"]),
+        .library(name: "PushEnvelope", targets: ["PushEnvelope"]),
+        .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
+        .library(name: "PushTransports", targets: ["PushTransports"]),
+        .executable(name: "hapi-push", targets: ["hapi-push"]),
+    ],
+    targets: [
+        // C libraries, each behind a prefixed system-library module.
+        .systemLibrary(
+            name: "CHapiOpenSSL", path: "Sources/CHapiOpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CHapiCurl", path: "Sources/CHapiCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(
+            name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
+        // The core: canonical JSON, payloads, keys and the AES-256-GCM envelope. No network.
+        .target(name: "PushEnvelope", dependencies: ["CHapiOpenSSL"], swiftSettings: strictSettings),
+        // Registrations and their stores. No network.
+        .target(
+            name: "DeviceRegistry", dependencies: ["PushEnvelope", "CHapiSQLite", "CHapiOpenSSL"],
+            swiftSettings: strictSettings),
+        // The HTTP/2 client and the relay, APNs and FCM transports.
+        .target(
+            name: "PushTransports", dependencies: ["PushEnvelope", "CHapiCurl", "CHapiOpenSSL"],
+            swiftSettings: strictSettings),
+        // What a hub imports: configuration, the dispatcher, the public face.
+        .target(
+            name: "PushNative", dependencies: ["PushEnvelope", "DeviceRegistry", "PushTransports"],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "hapi-push", dependencies: ["PushNative"],
+            swiftSettings: strictSettings),
+
+        // `make bench`: figures printed as ratios against a reference measured in the same run.
+        .executableTarget(
+            name: "hapi-push-bench", dependencies: ["PushNative", "CHapiOpenSSL"],
+            swiftSettings: strictSettings),
+
+        .testTarget(
+            name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "HapiPushCLITests", dependencies: ["hapi-push"],
+            swiftSettings: strictSettings),
+    ]
+)

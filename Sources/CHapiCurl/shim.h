@@ -1,0 +1,26 @@
+#ifndef HAPI_CURL_SHIM_H
+#define HAPI_CURL_SHIM_H
+
+#include <curl/curl.h>
+
+/* curl_easy_setopt, curl_multi_setopt and curl_easy_getinfo are variadic: Swift cannot call
+   them. One typed wrapper per argument kind. */
+static inline CURLcode hapi_curl_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hapi_curl_easy_setopt_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hapi_curl_easy_setopt_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hapi_curl_easy_setopt_off_t(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hapi_curl_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+
+typedef size_t (*hapi_curl_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+static inline CURLcode hapi_curl_easy_setopt_data_callback(CURL *h, CURLoption o, hapi_curl_data_callback cb) { return curl_easy_setopt(h, o, cb); }
+
+static inline CURLcode hapi_curl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode hapi_curl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode hapi_curl_easy_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+
+static inline CURLMcode hapi_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
+/* CURLVERSION_NOW does not import. */
+static inline curl_version_info_data *hapi_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
+
+#endif

@@ -1,0 +1,27 @@
+#ifndef HAPI_OPENSSL_SHIM_H
+#define HAPI_OPENSSL_SHIM_H
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/bn.h>
+#include <openssl/rsa.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+
+/* OPENSSL_free is a macro; Swift needs a function. */
+static inline void hapi_openssl_free(void *ptr) { OPENSSL_free(ptr); }
+
+/* BIO_get_mem_data is a macro over BIO_ctrl. */
+static inline long hapi_openssl_bio_mem_data(BIO *bio, char **out) {
+    return BIO_get_mem_data(bio, out);
+}
+
+#endif

@@ -1,0 +1,1 @@
+// DeviceRegistry: validated device registrations and their stores (SQLite, in-memory).

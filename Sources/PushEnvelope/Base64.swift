@@ -1,0 +1,105 @@
+/// Standard base64 (RFC 4648 §4), strict on the way in.
+///
+/// Strict because a push key or envelope that decodes "leniently" could hide a client bug or
+/// a truncated copy-paste: the alphabet is `A–Z a–z 0–9 + /`, padding only at the end, length a
+/// multiple of 4, no whitespace.
+public enum Base64 {
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let decodeTable: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
+    /// Encodes with padding.
+    public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        String(decoding: encodeToBytes(bytes), as: UTF8.self)
+    }
+
+    /// Encodes to ASCII bytes with padding.
+    public static func encodeToBytes<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+        let input = Array(bytes)
+        var out: [UInt8] = []
+        out.reserveCapacity(encodedLength(input.count))
+        var i = 0
+        while i + 3 <= input.count {
+            let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)])
+            out.append(alphabet[Int(n & 63)])
+            i += 3
+        }
+        let rest = input.count - i
+        if rest == 1 {
+            let n = UInt32(input[i]) << 16
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "=")])
+        } else if rest == 2 {
+            let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)])
+            out.append(UInt8(ascii: "="))
+        }
+        return out
+    }
+
+    /// The padded base64 length of `count` bytes: 4·⌈count/3⌉.
+    public static func encodedLength(_ count: Int) -> Int {
+        (count + 2) / 3 * 4
+    }
+
+    /// Base64url without padding (RFC 7515), for JWT segments.
+    public static func urlEncodeUnpadded<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var out = encodeToBytes(bytes)
+        while out.last == UInt8(ascii: "=") { out.removeLast() }
+        for index in out.indices {
+            if out[index] == UInt8(ascii: "+") { out[index] = UInt8(ascii: "-") } else if out[index] == UInt8(ascii: "/") { out[index] = UInt8(ascii: "_") }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Why a base64 text was refused.
+    public enum DecodingFailure: String, Error, Sendable, Hashable {
+        case empty = "it is empty"
+        case lengthNotMultipleOfFour = "its length is not a multiple of 4"
+        case invalidCharacter = "it contains a character outside A-Z a-z 0-9 + / (whitespace included)"
+        case misplacedPadding = "'=' padding appears before the end or more than twice"
+    }
+
+    /// Decodes strictly: `^[A-Za-z0-9+/]+={0,2}$` with a length that is a multiple of 4.
+    public static func decode(_ text: String) throws(DecodingFailure) -> [UInt8] {
+        try decode(utf8: Array(text.utf8))
+    }
+
+    /// Decodes strictly from ASCII bytes.
+    public static func decode(utf8 input: [UInt8]) throws(DecodingFailure) -> [UInt8] {
+        guard !input.isEmpty else { throw .empty }
+        var padding = 0
+        for byte in input {
+            if byte == UInt8(ascii: "=") {
+                padding += 1
+                continue
+            }
+            if decodeTable[Int(byte)] == 0xFF { throw .invalidCharacter }
+            if padding > 0 { throw .misplacedPadding }
+        }
+        guard padding <= 2, padding < input.count else { throw .misplacedPadding }
+        guard input.count % 4 == 0 else { throw .lengthNotMultipleOfFour }
+        var out: [UInt8] = []
+        out.reserveCapacity(input.count / 4 * 3)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in input where byte != UInt8(ascii: "=") {
+            accumulator = accumulator << 6 | UInt32(decodeTable[Int(byte)])
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return out
+    }
+}

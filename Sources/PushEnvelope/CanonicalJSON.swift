@@ -1,0 +1,149 @@
+/// Serializes a `JSONValue` byte-identically to the JavaScript hub's canonical form:
+/// `JSON.stringify` of an object whose keys were recursively sorted with JavaScript's default
+/// sort (UTF-16 code-unit order), with no whitespace.
+public enum CanonicalJSON {
+    /// The canonical UTF-8 bytes of `value`.
+    public static func bytes(_ value: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(value, into: &out)
+        return out
+    }
+
+    /// The canonical text of `value`.
+    public static func string(_ value: JSONValue) -> String {
+        String(decoding: bytes(value), as: UTF8.self)
+    }
+
+    /// Orders keys as JavaScript's `Array.prototype.sort` does by default: by UTF-16 code units.
+    /// This differs from Swift's `String <` (Unicode scalars, canonical equivalence) for
+    /// astral-plane characters versus U+E000–U+FFFF, and for composed versus decomposed forms.
+    public static func jsKeyOrder(_ a: String, _ b: String) -> Bool {
+        a.utf16.lexicographicallyPrecedes(b.utf16)
+    }
+
+    static func write(_ value: JSONValue, into out: inout [UInt8]) {
+        switch value {
+        case .null:
+            out.append(contentsOf: "null".utf8)
+        case .bool(let b):
+            out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .integer(let i):
+            out.append(contentsOf: String(i).utf8)
+        case .double(let d):
+            out.append(contentsOf: javaScriptNumber(d).utf8)
+        case .string(let s):
+            writeString(s, into: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                write(element, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            let keys = members.keys.sorted(by: jsKeyOrder)
+            for (index, key) in keys.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                if let member = members[key] { write(member, into: &out) }
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Escapes exactly as `JSON.stringify`: `\"`, `\\`, the five short control escapes, other
+    /// controls below U+0020 as lowercase `\u00xx`; `/`, DEL and all non-ASCII (U+2028/2029
+    /// included) are written as they are. Swift strings hold no lone surrogates, so the
+    /// well-formed-stringify rule for them never applies.
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x00..<0x20:
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0F)])
+            default:
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// `Number.prototype.toString` for the cases JSON can hold: integral values below 1e21 are
+    /// written without a fraction; others use the shortest round-trip digits with JavaScript's
+    /// exponent form (`1e+21`, `1e-7`). Non-finite values become `null`, as in JavaScript.
+    static func javaScriptNumber(_ d: Double) -> String {
+        guard d.isFinite else { return "null" }
+        if d == 0 { return "0" }
+        if d == d.rounded(), abs(d) < 1e21 {
+            if abs(d) < 9.2e18, let i = Int64(exactly: d) { return String(i) }
+            return fixedNotation(d)
+        }
+        let magnitude = abs(d)
+        if magnitude >= 1e-6 && magnitude < 1e21 {
+            return fixedNotation(d)
+        }
+        // Swift prints "1e-07" / "1.5e+22"; JavaScript prints "1e-7" / "1.5e+22".
+        var text = "\(d)"
+        if let eIndex = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            let mantissa = String(text[..<eIndex])
+            var exponent = String(text[text.index(after: eIndex)...])
+            var sign = "+"
+            if exponent.hasPrefix("-") { sign = "-"; exponent.removeFirst() } else if exponent.hasPrefix("+") { exponent.removeFirst() }
+            while exponent.count > 1 && exponent.hasPrefix("0") { exponent.removeFirst() }
+            text = mantissa + "e" + sign + exponent
+        }
+        return text
+    }
+
+    /// Shortest round-trip digits written without an exponent (JavaScript's form for
+    /// 1e-6 ≤ |d| < 1e21).
+    private static func fixedNotation(_ d: Double) -> String {
+        let text = "\(d)"
+        guard let eIndex = text.firstIndex(where: { $0 == "e" || $0 == "E" }) else {
+            return text.hasSuffix(".0") ? String(text.dropLast(2)) : text
+        }
+        var mantissa = String(text[..<eIndex])
+        guard let exponent = Int(text[text.index(after: eIndex)...]) else { return text }
+        let negative = mantissa.hasPrefix("-")
+        if negative { mantissa.removeFirst() }
+        let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
+        let intPart = String(parts.first ?? "")
+        let fracPart = parts.count > 1 ? String(parts[1]) : ""
+        var digits = intPart + fracPart
+        var pointPosition = intPart.count + exponent
+        if pointPosition <= 0 {
+            digits = String(repeating: "0", count: -pointPosition + 1) + digits
+            pointPosition = 1
+        }
+        if digits.count < pointPosition {
+            digits += String(repeating: "0", count: pointPosition - digits.count)
+        }
+        let splitIndex = digits.index(digits.startIndex, offsetBy: pointPosition)
+        var result = String(digits[..<splitIndex])
+        var fraction = String(digits[splitIndex...])
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        if !fraction.isEmpty { result += "." + fraction }
+        return (negative ? "-" : "") + result
+    }
+}
+
+extension JSONValue {
+    /// The canonical UTF-8 bytes, as the JavaScript hub writes them.
+    public var canonicalBytes: [UInt8] { CanonicalJSON.bytes(self) }
+    /// The canonical text, as the JavaScript hub writes it.
+    public var canonicalString: String { CanonicalJSON.string(self) }
+}

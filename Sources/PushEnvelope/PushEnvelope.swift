@@ -1,0 +1,54 @@
+/// The encrypted envelope the hub sends through the relay, APNs and FCM:
+/// `base64(nonce(12) ‖ AES-256-GCM ciphertext ‖ tag(16))` under the device's push key, with
+/// AAD `hapi-push-v1`. Only the hub and the paired device can read it.
+public enum PushEnvelope {
+    /// The envelope format version carried beside it (`hapi.v` on APNs, `hapi_v` on FCM).
+    public static let version = 1
+    /// Associated data bound into every tag; a message sealed for another purpose will not open.
+    public static let associatedData: [UInt8] = Array("hapi-push-v1".utf8)
+    /// The largest envelope the relay accepts, in base64 bytes as transmitted.
+    public static let maximumEnvelopeLength = 3200
+    /// Nonce and tag bytes added to every plaintext.
+    public static let overheadByteCount = AESGCM.nonceByteCount + AESGCM.tagByteCount
+
+    /// The base64 length of the envelope for a plaintext of `plaintextCount` bytes:
+    /// 4·⌈(n + 28)/3⌉. Lets callers check the 3200-byte cap before spending a seal.
+    public static func sealedLength(plaintextCount: Int) -> Int {
+        Base64.encodedLength(plaintextCount + overheadByteCount)
+    }
+
+    /// The largest plaintext whose envelope fits in `limit` base64 bytes.
+    public static func maximumPlaintextLength(envelopeLimit limit: Int = maximumEnvelopeLength) -> Int {
+        limit / 4 * 3 - overheadByteCount
+    }
+
+    /// Seals `plaintext` under `key` with a fresh random nonce. Call once per message and
+    /// device: a nonce is never reused.
+    public static func seal(_ plaintext: [UInt8], key: PushKey) throws(EnvelopeError) -> String {
+        let nonce = try SecureRandom.bytes(AESGCM.nonceByteCount)
+        return try sealBytes(plaintext, key: key, nonce: nonce)
+    }
+
+    /// Seals with a caller-chosen nonce. Only for test vectors: reusing a nonce under one key
+    /// breaks AES-GCM's confidentiality and authenticity. Production code uses `seal(_:key:)`.
+    public static func seal(_ plaintext: [UInt8], key: PushKey, testVectorNonce nonce: [UInt8]) throws(EnvelopeError) -> String {
+        try sealBytes(plaintext, key: key, nonce: nonce)
+    }
+
+    private static func sealBytes(_ plaintext: [UInt8], key: PushKey, nonce: [UInt8]) throws(EnvelopeError) -> String {
+        let sealed = try AESGCM.seal(plaintext: plaintext, key: key.bytes, nonce: nonce, aad: associatedData)
+        return Base64.encode(sealed)
+    }
+
+    /// Opens an envelope as the device does: strict base64, at least 28 bytes, and the tag
+    /// verified by OpenSSL before any plaintext is returned.
+    public static func open(_ envelope: String, key: PushKey) throws(EnvelopeError) -> [UInt8] {
+        let sealed: [UInt8]
+        do {
+            sealed = try Base64.decode(envelope)
+        } catch {
+            throw EnvelopeError.invalidBase64
+        }
+        return try AESGCM.open(sealed: sealed, key: key.bytes, aad: associatedData)
+    }
+}

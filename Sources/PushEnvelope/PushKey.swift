@@ -1,0 +1,63 @@
+/// A device's 32-byte AES-256-GCM push key.
+///
+/// The key is the only thing standing between a notification and the relay, Apple or Google,
+/// so it never prints: `description`, `debugDescription` and mirrors are redacted.
+public struct PushKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The required key length.
+    public static let byteCount = 32
+
+    let bytes: [UInt8]
+
+    /// Wraps raw key bytes; exactly 32 of them.
+    public init(bytes: [UInt8]) throws(PushKeyError) {
+        guard bytes.count == PushKey.byteCount else { throw .wrongLength(bytes.count) }
+        self.bytes = bytes
+    }
+
+    /// Parses the registration's `pushKey`: strict base64 that decodes to exactly 32 bytes.
+    public init(base64 text: String) throws(PushKeyError) {
+        guard !text.isEmpty else { throw .empty }
+        let decoded: [UInt8]
+        do {
+            decoded = try Base64.decode(text)
+        } catch {
+            throw .invalidBase64(error)
+        }
+        try self.init(bytes: decoded)
+    }
+
+    /// A fresh random key, as a device would generate it (and as tests and the demo need).
+    public static func generate() throws(EnvelopeError) -> PushKey {
+        PushKey(unchecked: try SecureRandom.bytes(byteCount))
+    }
+
+    private init(unchecked bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The canonical padded base64 form, as stored in the registry. Handle as a secret.
+    public var base64: String { Base64.encode(bytes) }
+
+    /// The raw key bytes. Handle as a secret.
+    public var rawBytes: [UInt8] { bytes }
+
+    public var description: String { "PushKey(redacted)" }
+    public var debugDescription: String { "PushKey(redacted)" }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
+/// Why a push key was refused; each message says what a valid key looks like.
+public enum PushKeyError: Error, Sendable, Hashable, CustomStringConvertible {
+    case empty
+    case invalidBase64(Base64.DecodingFailure)
+    case wrongLength(Int)
+
+    public var description: String {
+        switch self {
+        case .empty:
+            return "pushKey is empty: expected base64 of exactly 32 bytes"
+        case .invalidBase64(let failure):
+            return "pushKey is not valid base64 (\(failure.rawValue)): expected base64 of exactly 32 bytes"
+        case .wrongLength(let count):
+            return "pushKey decodes to \(count) bytes: expected base64 of exactly 32 bytes"
+        }
+    }
+}

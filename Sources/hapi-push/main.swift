@@ -1,0 +1,48 @@
+import Foundation
+import PushNative
+
+/// `hapi-push`: the operator's command line for the native push library.
+let topUsage = """
+    hapi-push: native push dispatch for a HAPI hub (relay, direct APNs, direct FCM)
+
+    Usage: hapi-push <command> [options]
+
+    Commands:
+      envelope seal|open   Seal or open an end-to-end encrypted push envelope
+      demo                 Seal and reopen the golden envelope (no network, no credentials)
+
+    Run 'hapi-push <command> --help' for a command's options.
+    Exit codes: 0 success, 1 failure, 2 usage error or invalid input.
+    """
+
+func runCommand(_ arguments: [String]) -> Int32 {
+    guard let command = arguments.first else {
+        FileHandle.standardError.write(Data((topUsage + "\n").utf8))
+        return ExitCode.usage.rawValue
+    }
+    let rest = Array(arguments.dropFirst())
+    do {
+        switch command {
+        case "--help", "-h", "help":
+            print(topUsage)
+            return ExitCode.success.rawValue
+        case "envelope":
+            return try EnvelopeCommand.run(rest)
+        case "demo":
+            return try DemoCommand.run(rest)
+        default:
+            throw UsageError("unknown command '\(command)'; run 'hapi-push --help'")
+        }
+    } catch let error as UsageError {
+        FileHandle.standardError.write(Data("hapi-push: \(error.message)\n".utf8))
+        return ExitCode.usage.rawValue
+    } catch let error as CommandFailure {
+        FileHandle.standardError.write(Data("hapi-push: \(error.message)\n".utf8))
+        return ExitCode.failure.rawValue
+    } catch {
+        FileHandle.standardError.write(Data("hapi-push: \(error)\n".utf8))
+        return ExitCode.failure.rawValue
+    }
+}
+
+exit(runCommand(Array(CommandLine.arguments.dropFirst())))
