@@ -53,11 +53,19 @@ let package = Package(
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
-            name: "hapi-push-bench", dependencies: ["PushNative", "CHapiOpenSSL"],
+            name: "hapi-push-bench", dependencies: ["PushNative", "CHapiOpenSSL", "CHapiSQLite"],
+            swiftSettings: strictSettings),
+
+        // Child processes for tests that need a second writer or a kill -9 (not a product).
+        .executableTarget(
+            name: "hapi-push-testsupport", dependencies: ["PushNative"],
             swiftSettings: strictSettings),
 
         .testTarget(
             name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "DeviceRegistryTests", dependencies: ["DeviceRegistry", "PushEnvelope", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push"],

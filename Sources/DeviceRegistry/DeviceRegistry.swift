@@ -1,1 +1,109 @@
-// DeviceRegistry: validated device registrations and their stores (SQLite, in-memory).
+import PushEnvelope
+import Foundation
+
+/// The framework-neutral face of `POST/DELETE /api/devices/register`: a hub hands over the
+/// authenticated namespace and the raw request body and answers with what comes back.
+/// Nothing a client sends can make it crash or answer 500; only a failing store does.
+public struct DeviceRegistry: Sendable {
+    public let store: any DeviceStore
+    private let clock: @Sendable () -> Int64
+
+    /// - Parameters:
+    ///   - store: where registrations live.
+    ///   - now: milliseconds since 1970; injectable so tests control `createdAt`/`updatedAt`.
+    public init(store: any DeviceStore, now: @escaping @Sendable () -> Int64 = DeviceRegistry.systemMilliseconds) {
+        self.store = store
+        self.clock = now
+    }
+
+    /// The wall clock in milliseconds since 1970.
+    @Sendable public static func systemMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// What the hub should answer: status and JSON body.
+    public struct Answer: Sendable, Equatable {
+        public let status: Int
+        public let body: String
+
+        public static let ok = Answer(status: 200, body: #"{"ok":true}"#)
+    }
+
+    /// Handles a register body (`{"token","platform","deviceId","pushKey"?}`).
+    public func handleRegister(namespace: String, body: [UInt8]) async -> Answer {
+        do {
+            let request = try Self.decodeRegistration(namespace: namespace, body: body)
+            _ = try await store.upsert(request, now: clock())
+            return .ok
+        } catch let error as RegistrationError {
+            return Answer(status: error.httpStatus, body: error.responseBody)
+        } catch {
+            return Self.storeFailure(error)
+        }
+    }
+
+    /// Handles an unregister body (`{"token"}`); an unknown token still answers ok.
+    public func handleUnregister(namespace: String, body: [UInt8]) async -> Answer {
+        do {
+            let token = try Self.decodeUnregistration(body: body)
+            try await store.unregister(namespace: namespace, token: token)
+            return .ok
+        } catch let error as RegistrationError {
+            return Answer(status: error.httpStatus, body: error.responseBody)
+        } catch {
+            return Self.storeFailure(error)
+        }
+    }
+
+    /// Validates and stores a registration.
+    @discardableResult
+    public func register(_ request: RegistrationRequest) async throws -> DeviceRegistration {
+        try await store.upsert(request, now: clock())
+    }
+
+    /// Removes `token` from `namespace`; true when a row was removed.
+    @discardableResult
+    public func unregister(namespace: String, token: String) async throws -> Bool {
+        try await store.unregister(namespace: namespace, token: token)
+    }
+
+    /// A store failure is the hub's problem, not the client's: 500 with a message that names
+    /// no file path (the full error goes to the hub's own logs through `register(_:)`).
+    private static func storeFailure(_ error: any Error) -> Answer {
+        Answer(status: 500, body: JSONValue.object(["error": "Device registry unavailable"]).canonicalString)
+    }
+
+    /// Decodes and validates a register body, naming every failing field.
+    public static func decodeRegistration(namespace: String, body: [UInt8]) throws(RegistrationError) -> RegistrationRequest {
+        let object = try decodeObject(body)
+        var issues = RegistrationError.FieldIssues()
+        let request = RegistrationRequest(
+            namespace: namespace, rawPlatform: object["platform"], rawDeviceId: object["deviceId"], rawToken: object["token"],
+            rawPushKey: object["pushKey"], issues: &issues)
+        guard issues.isEmpty else { throw RegistrationError(fieldErrors: issues.errors) }
+        return request
+    }
+
+    /// Decodes and validates an unregister body.
+    public static func decodeUnregistration(body: [UInt8]) throws(RegistrationError) -> String {
+        let object = try decodeObject(body)
+        var issues = RegistrationError.FieldIssues()
+        let token = RegistrationValidation.string(object["token"], field: "token", issues: &issues)
+        if let token, token.isEmpty { issues.add("token", "token must not be empty") }
+        guard issues.isEmpty, let token else { throw RegistrationError(fieldErrors: issues.errors) }
+        return token
+    }
+
+    private static func decodeObject(_ body: [UInt8]) throws(RegistrationError) -> [String: JSONValue] {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(body)
+        } catch {
+            throw RegistrationError(fieldErrors: ["_body": ["body must be a JSON object: \(error.description)"]])
+        }
+        guard let object = value.objectValue else {
+            throw RegistrationError(fieldErrors: ["_body": ["body must be a JSON object, got \(value.typeName)"]])
+        }
+        return object
+    }
+}

@@ -19,6 +19,7 @@ public enum Base64 {
     /// Encodes to ASCII bytes with padding.
     public static func encodeToBytes<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         let input = Array(bytes)
+        let alphabet = Base64.alphabet
         var out: [UInt8] = []
         out.reserveCapacity(encodedLength(input.count))
         var i = 0
@@ -77,6 +78,7 @@ public enum Base64 {
     /// Decodes strictly from ASCII bytes.
     public static func decode(utf8 input: [UInt8]) throws(DecodingFailure) -> [UInt8] {
         guard !input.isEmpty else { throw .empty }
+        let decodeTable = Base64.decodeTable  // one lazy-global check, not one per byte
         var padding = 0
         for byte in input {
             if byte == UInt8(ascii: "=") {

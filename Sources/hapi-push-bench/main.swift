@@ -1,4 +1,5 @@
 import CHapiOpenSSL
+import CHapiSQLite
 import Foundation
 import PushNative
 
@@ -59,8 +60,70 @@ func benchEnvelope() throws {
     if sink == 42 { print("") }
 }
 
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// The reference: the same rows inserted with one raw prepared INSERT per transaction on a
+/// bare table with the same pragmas (WAL, synchronous=NORMAL), no validation, no dedup.
+func rawSQLiteInserts(path: String, count: Int) -> Double {
+    var db: OpaquePointer?
+    guard sqlite3_open(path, &db) == SQLITE_OK, let db else { return 0 }
+    defer { sqlite3_close(db) }
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE t (id TEXT PRIMARY KEY, namespace TEXT, token TEXT, platform TEXT, device_id TEXT, push_key TEXT, created_at INTEGER, updated_at INTEGER)", nil, nil, nil)
+    var statement: OpaquePointer?
+    sqlite3_prepare_v2(db, "INSERT INTO t VALUES (?, ?, ?, 'phone', ?, NULL, ?, ?)", -1, &statement, nil)
+    defer { sqlite3_finalize(statement) }
+    return seconds {
+        for i in 0..<count {
+            sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+            sqlite3_bind_text(statement, 1, "id-\(i)", -1, hapi_sqlite_transient())
+            sqlite3_bind_text(statement, 2, "ns-\(i % 1000)", -1, hapi_sqlite_transient())
+            sqlite3_bind_text(statement, 3, "token-\(i)", -1, hapi_sqlite_transient())
+            sqlite3_bind_text(statement, 4, "device-\(i)", -1, hapi_sqlite_transient())
+            sqlite3_bind_int64(statement, 5, Int64(i))
+            sqlite3_bind_int64(statement, 6, Int64(i))
+            sqlite3_step(statement)
+            sqlite3_reset(statement)
+            sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        }
+    }
+}
+
+func benchRegistry() async throws {
+    let count = 100_000
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-bench-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = try SQLiteDeviceStore(directory: directory)
+    let key = try PushKey.generate().base64
+    let requests = try (0..<count).map { i in
+        try RegistrationRequest(
+            namespace: "ns-\(i % 1000)", platform: i % 3 == 0 ? "ios" : "phone", deviceId: "device-\(i)",
+            token: i % 3 == 0 ? Digest.hex(Digest.sha256(Array("\(i)".utf8))) : "fcm-token-\(i)", pushKey: i % 3 == 0 || i % 2 == 0 ? key : nil)
+    }
+    print("\n== Device registry (SQLite, WAL; \(count) registrations across 1000 namespaces) ==")
+    let reference = rawSQLiteInserts(path: directory + "-raw.sqlite3", count: count)
+    try? FileManager.default.removeItem(atPath: directory + "-raw.sqlite3")
+    let elapsed = try seconds {
+        for (i, request) in requests.enumerated() { _ = try store.upsert(request, now: Int64(i)) }
+    }
+    let rate = Double(count) / elapsed
+    let referenceRate = Double(count) / reference
+    print("raw INSERT per transaction (reference) \(format(referenceRate))")
+    print("validated upsert + token dedup         \(format(rate))   ratio \(String(format: "%.2f", rate / referenceRate))")
+    let lists = 2000
+    var listed = 0
+    let listElapsed = try seconds {
+        for i in 0..<lists { listed += try store.devices(namespace: "ns-\(i % 1000)", platforms: nil).count }
+    }
+    print(String(format: "list one namespace of %d devices        %12.3f ms", listed / lists, listElapsed / Double(lists) * 1000))
+}
+
 do {
     try benchEnvelope()
+    try await benchRegistry()
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)

@@ -5,9 +5,10 @@ import PushNative
 let topUsage = """
     hapi-push: native push dispatch for a HAPI hub (relay, direct APNs, direct FCM)
 
-    Usage: hapi-push <command> [options]
+    Usage: hapi-push [--data-dir DIR] <command> [options]
 
     Commands:
+      devices register|unregister|list   Manage the device registry (DIR/native-push.sqlite3)
       envelope seal|open   Seal or open an end-to-end encrypted push envelope
       demo                 Seal and reopen the golden envelope (no network, no credentials)
 
@@ -15,7 +16,21 @@ let topUsage = """
     Exit codes: 0 success, 1 failure, 2 usage error or invalid input.
     """
 
-func runCommand(_ arguments: [String]) -> Int32 {
+func runCommand(_ allArguments: [String]) async -> Int32 {
+    var arguments = allArguments
+    var dataDirectory: String?
+    // Global options come before the command.
+    while let first = arguments.first, first.hasPrefix("--data-dir") {
+        if first == "--data-dir" {
+            guard arguments.count >= 2 else { return usageFailure("--data-dir needs a value") }
+            dataDirectory = arguments[1]
+            arguments.removeFirst(2)
+        } else {
+            dataDirectory = String(first.dropFirst("--data-dir=".count))
+            arguments.removeFirst()
+        }
+        if dataDirectory?.isEmpty ?? true { return usageFailure("--data-dir must not be empty") }
+    }
     guard let command = arguments.first else {
         FileHandle.standardError.write(Data((topUsage + "\n").utf8))
         return ExitCode.usage.rawValue
@@ -28,6 +43,8 @@ func runCommand(_ arguments: [String]) -> Int32 {
             return ExitCode.success.rawValue
         case "envelope":
             return try EnvelopeCommand.run(rest)
+        case "devices":
+            return try await DevicesCommand.run(rest, dataDirectory: dataDirectory)
         case "demo":
             return try DemoCommand.run(rest)
         default:
@@ -45,4 +62,9 @@ func runCommand(_ arguments: [String]) -> Int32 {
     }
 }
 
-exit(runCommand(Array(CommandLine.arguments.dropFirst())))
+func usageFailure(_ message: String) -> Int32 {
+    FileHandle.standardError.write(Data("hapi-push: \(message)\n".utf8))
+    return ExitCode.usage.rawValue
+}
+
+exit(await runCommand(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,41 @@
+/// Why the device store could not do its job. Names the file and says what to do; never
+/// contains a token or key. Compare against the static members (equality is on the kind).
+public struct DeviceStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    enum Code: Sendable, Hashable {
+        case notADatabase, incompatibleSchema, readOnly, cannotOpen, busy, corrupt, ioFailure, invalidTableName, failure
+    }
+
+    let code: Code
+    /// What went wrong, where, and what to do.
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func == (lhs: DeviceStoreError, rhs: DeviceStoreError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { message }
+
+    /// The file exists but is not an SQLite database. It was left untouched.
+    public static let notADatabase = DeviceStoreError(.notADatabase, "not an SQLite database")
+    /// The table exists but lacks the columns or unique key the registry needs.
+    public static let incompatibleSchema = DeviceStoreError(.incompatibleSchema, "incompatible device table")
+    /// The database or its directory cannot be written.
+    public static let readOnly = DeviceStoreError(.readOnly, "device database is read-only")
+    /// The file or its directory could not be opened or created.
+    public static let cannotOpen = DeviceStoreError(.cannotOpen, "cannot open device database")
+    /// Another writer held the database longer than the busy timeout.
+    public static let busy = DeviceStoreError(.busy, "device database is busy")
+    /// SQLite reported corruption.
+    public static let corrupt = DeviceStoreError(.corrupt, "device database is corrupt")
+    /// The disk failed or is full.
+    public static let ioFailure = DeviceStoreError(.ioFailure, "disk I/O error on device database")
+    /// The configured table name is not a plain SQL identifier.
+    public static let invalidTableName = DeviceStoreError(.invalidTableName, "invalid device table name")
+    /// Any other SQLite failure.
+    public static let failure = DeviceStoreError(.failure, "device database failure")
+
+    func with(_ message: String) -> DeviceStoreError { DeviceStoreError(code, message) }
+}

@@ -1,0 +1,156 @@
+import CHapiSQLite
+
+/// One SQLite connection and its prepared statements. Not thread-safe by itself: it lives
+/// inside the store's `Mutex`, which serializes every use (hence `@unchecked Sendable`).
+/// Frees statements and closes the handle in `deinit`.
+final class SQLiteConnection: @unchecked Sendable {
+    let path: String
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(DeviceStoreError) {
+        self.path = path
+        var db: OpaquePointer?
+        // No SQLITE_OPEN_CREATE: the store creates the file itself with owner-only permissions,
+        // so SQLite never creates a database somewhere we did not mean to.
+        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteConnection.error(rc, message, path: path)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        if sqlite3_db_readonly(db, "main") == 1 {
+            throw DeviceStoreError.readOnly.with(
+                "device database \(path) opened read-only: give the hub's user write access to the file and its directory")
+        }
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements without results.
+    func execute(_ sql: String) throws(DeviceStoreError) {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw lastError(rc) }
+    }
+
+    /// Runs a cached prepared statement with `bindings`, returning every row.
+    @discardableResult
+    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(DeviceStoreError) -> [[SQLiteValue]] {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (offset, value) in bindings.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(statement, index)
+            case .integer(let i): rc = sqlite3_bind_int64(statement, index, i)
+            case .text(let s): rc = sqlite3_bind_text(statement, index, s, -1, hapi_sqlite_transient())
+            }
+            guard rc == SQLITE_OK else { throw lastError(rc) }
+        }
+        var rows: [[SQLiteValue]] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw lastError(rc) }
+            let count = sqlite3_column_count(statement)
+            var row: [SQLiteValue] = []
+            row.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_NULL: row.append(.null)
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                default:
+                    if let text = sqlite3_column_text(statement, column) {
+                        row.append(.text(String(cString: text)))
+                    } else {
+                        row.append(.null)
+                    }
+                }
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT` (taking the write lock up front, so two
+    /// processes never deadlock upgrading a read lock), rolling back on any error.
+    func transaction<T>(_ body: () throws(DeviceStoreError) -> T) throws(DeviceStoreError) -> T {
+        try query("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try query("COMMIT")
+            return result
+        } catch {
+            _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            throw error
+        }
+    }
+
+    private func prepared(_ sql: String) throws(DeviceStoreError) -> OpaquePointer {
+        if let cached = statements[sql] { return cached }
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw lastError(rc) }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func lastError(_ rc: Int32) -> DeviceStoreError {
+        SQLiteConnection.error(rc, String(cString: sqlite3_errmsg(handle)), path: path)
+    }
+
+    /// Maps an SQLite result code to a typed error that names the file and the remedy.
+    static func error(_ rc: Int32, _ detail: String, path: String) -> DeviceStoreError {
+        switch rc & 0xFF {
+        case SQLITE_NOTADB:
+            return DeviceStoreError.notADatabase.with(
+                "\(path) is not an SQLite database (left untouched): point the registry at another file or move this one away")
+        case SQLITE_READONLY:
+            return DeviceStoreError.readOnly.with(
+                "device database \(path) is read-only (\(detail)): give the hub's user write access to the file and its directory")
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
+            return DeviceStoreError.cannotOpen.with(
+                "cannot open device database \(path) (\(detail)): check that the directory exists and is writable by the hub's user")
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return DeviceStoreError.busy.with(
+                "device database \(path) stayed locked by another writer past the busy timeout: retry, or look for a stuck process")
+        case SQLITE_CORRUPT:
+            return DeviceStoreError.corrupt.with(
+                "device database \(path) is corrupt (\(detail)): restore it from a backup or move it away so a new one is created")
+        case SQLITE_IOERR, SQLITE_FULL:
+            return DeviceStoreError.ioFailure.with("disk I/O error on device database \(path) (\(detail)): check free space and the disk")
+        default:
+            return DeviceStoreError.failure.with("device database \(path): SQLite error \(rc) (\(detail))")
+        }
+    }
+}
+
+/// The values the registry reads and writes.
+enum SQLiteValue: Equatable {
+    case null
+    case integer(Int64)
+    case text(String)
+
+    var text: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+
+    var integer: Int64? {
+        if case .integer(let i) = self { return i }
+        return nil
+    }
+}

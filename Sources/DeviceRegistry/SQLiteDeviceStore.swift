@@ -1,0 +1,271 @@
+import CHapiSQLite
+import Glibc
+import PushEnvelope
+import Synchronization
+
+/// Registrations in one SQLite file: the embedded default.
+///
+/// The row layout is the JavaScript hub's `fcm_devices` table (`id, namespace, token,
+/// platform, device_id, push_key, created_at, updated_at`, milliseconds, unique on
+/// `(namespace, device_id, platform)`), so a Swift hub can adopt an existing hub database by
+/// pointing at it. WAL mode, a busy timeout and `BEGIN IMMEDIATE` transactions make it safe
+/// for several processes at once; a registration that returned is durable across a crash of
+/// the process (`synchronous=NORMAL`: a power cut may lose the last moments, which devices
+/// heal by re-registering on their next start).
+public final class SQLiteDeviceStore: DeviceStore {
+    /// The file name used inside a data directory.
+    public static let defaultFileName = "native-push.sqlite3"
+    /// The JavaScript hub's table name.
+    public static let defaultTableName = "fcm_devices"
+    /// The schema version this code writes into `PRAGMA user_version` of databases it creates.
+    static let schemaVersion: Int64 = 1
+
+    public struct Configuration: Sendable {
+        /// The database file. Created (0600, directories 0700) when missing.
+        public var path: String
+        /// The table to use; a plain SQL identifier.
+        public var tableName: String
+        /// How long a write waits for another writer before failing with `busy`.
+        public var busyTimeoutMilliseconds: Int32
+
+        public init(path: String, tableName: String = SQLiteDeviceStore.defaultTableName, busyTimeoutMilliseconds: Int32 = 5000) {
+            self.path = path
+            self.tableName = tableName
+            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        }
+
+        /// `<directory>/native-push.sqlite3`.
+        public init(directory: String, tableName: String = SQLiteDeviceStore.defaultTableName) {
+            let trimmed = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
+            self.init(path: trimmed + "/" + SQLiteDeviceStore.defaultFileName, tableName: tableName)
+        }
+    }
+
+    public let configuration: Configuration
+    private let connection: Mutex<SQLiteConnection>
+    private let sql: Statements
+
+    /// Opens (creating when missing) the database and migrates its schema forward. Never
+    /// deletes, truncates or recreates a file it could not open.
+    public init(configuration: Configuration) throws(DeviceStoreError) {
+        self.configuration = configuration
+        guard Self.isPlainIdentifier(configuration.tableName) else {
+            throw DeviceStoreError.invalidTableName.with(
+                "device table name \"\(configuration.tableName)\" must be a plain SQL identifier (letters, digits, underscore)")
+        }
+        try Self.createFileIfMissing(configuration.path)
+        let connection = try SQLiteConnection(path: configuration.path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
+        let journal = try connection.query("PRAGMA journal_mode=WAL")
+        guard journal.first?.first?.text?.lowercased() == "wal" else {
+            throw DeviceStoreError.readOnly.with(
+                "device database \(configuration.path) could not switch to WAL mode: its directory must be writable by the hub's user")
+        }
+        try connection.execute("PRAGMA synchronous=NORMAL")
+        let idIsInteger = try Self.migrate(connection, table: configuration.tableName, path: configuration.path)
+        self.sql = Statements(table: configuration.tableName, idIsInteger: idIsInteger)
+        self.connection = Mutex(connection)
+    }
+
+    /// Opens `<directory>/native-push.sqlite3`.
+    public convenience init(directory: String) throws(DeviceStoreError) {
+        try self.init(configuration: Configuration(directory: directory))
+    }
+
+    public func upsert(_ request: RegistrationRequest, now: Int64) throws(DeviceStoreError) -> DeviceRegistration {
+        try withConnection { (db) throws(DeviceStoreError) -> DeviceRegistration in
+            try db.transaction { () throws(DeviceStoreError) -> DeviceRegistration in
+                let key: SQLiteValue = request.pushKey.map { .text($0.base64) } ?? .null
+                try db.query(sql.deleteOtherHoldersOfToken, [
+                    .text(request.token), .text(request.namespace), .text(request.deviceId), .text(request.platform.rawValue),
+                ])
+                var values: [SQLiteValue] = [
+                    .text(request.namespace), .text(request.token), .text(request.platform.rawValue), .text(request.deviceId), key,
+                    .integer(now), .integer(now),
+                ]
+                if !sql.idIsInteger { values.insert(.text(Self.newRowId()), at: 0) }
+                let createdAt = try db.query(sql.upsert, values).first?.first?.integer ?? now
+                return DeviceRegistration(
+                    namespace: request.namespace, deviceId: request.deviceId, platform: request.platform, token: request.token,
+                    pushKey: request.pushKey, createdAt: createdAt, updatedAt: now)
+            }
+        }
+    }
+
+    @discardableResult
+    public func unregister(namespace: String, token: String) throws(DeviceStoreError) -> Bool {
+        try withConnection { (db) throws(DeviceStoreError) -> Bool in
+            try db.query(sql.unregister, [.text(namespace), .text(token), .text(token.lowercased())])
+            return db.changes > 0
+        }
+    }
+
+    @discardableResult
+    public func prune(namespace: String, token: String, notAfter: Int64?) throws(DeviceStoreError) -> Bool {
+        try withConnection { (db) throws(DeviceStoreError) -> Bool in
+            try db.query(sql.prune, [.text(namespace), .text(token), notAfter.map { .integer($0) } ?? .integer(Int64.max)])
+            return db.changes > 0
+        }
+    }
+
+    public func devices(namespace: String, platforms: Set<DevicePlatform>?) throws(DeviceStoreError) -> [DeviceRegistration] {
+        let rows = try withConnection { (db) throws(DeviceStoreError) -> [[SQLiteValue]] in
+            try db.query(sql.list, [.text(namespace)])
+        }
+        return rows.compactMap { row -> DeviceRegistration? in
+            guard row.count == 6, let deviceId = row[0].text, let platformText = row[1].text,
+                let platform = DevicePlatform(rawValue: platformText), let token = row[2].text
+            else { return nil }  // A row another program wrote with a platform we cannot reach.
+            if let platforms, !platforms.contains(platform) { return nil }
+            // A stored key that no longer parses is treated as absent: the device is skipped
+            // (missing_push_key) until it re-registers, rather than failing the whole dispatch.
+            let key = row[3].text.flatMap { try? PushKey(base64: $0) }
+            return DeviceRegistration(
+                namespace: namespace, deviceId: deviceId, platform: platform, token: token, pushKey: key,
+                createdAt: row[4].integer ?? 0, updatedAt: row[5].integer ?? 0)
+        }
+    }
+
+    private func withConnection<T>(_ body: (SQLiteConnection) throws(DeviceStoreError) -> T) throws(DeviceStoreError) -> T {
+        try connection.withLock { (db) throws(DeviceStoreError) -> T in try body(db) }
+    }
+
+    // MARK: - Schema
+
+    /// Creates the table in a new database, migrates one we created forward, and checks that a
+    /// table we did not create (an adopted hub database) has the columns and unique key we
+    /// rely on. Returns whether `id` is an INTEGER PRIMARY KEY (then SQLite assigns it).
+    private static func migrate(_ db: SQLiteConnection, table: String, path: String) throws(DeviceStoreError) -> Bool {
+        try db.transaction { () throws(DeviceStoreError) -> Bool in
+            let version = try db.query("PRAGMA user_version").first?.first?.integer ?? 0
+            let exists = try !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
+            if !exists {
+                try db.execute(
+                    """
+                    CREATE TABLE "\(table)" (
+                        id INTEGER PRIMARY KEY,
+                        namespace TEXT NOT NULL,
+                        token TEXT NOT NULL,
+                        platform TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        push_key TEXT,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL,
+                        UNIQUE (namespace, device_id, platform)
+                    )
+                    """)
+                if version == 0 { try db.execute("PRAGMA user_version = \(schemaVersion)") }
+            }
+            // Version 1 is the first schema; later versions add their steps here, each guarded
+            // by `version < N` and only for databases whose table this code created.
+            let columns = try db.query("SELECT name, type, pk FROM pragma_table_info(?)", [.text(table)])
+            let names = Set(columns.compactMap { $0.first?.text?.lowercased() })
+            let required = ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"]
+            let missing = required.filter { !names.contains($0) }
+            guard missing.isEmpty else {
+                throw DeviceStoreError.incompatibleSchema.with(
+                    "table \"\(table)\" in \(path) lacks column(s) \(missing.joined(separator: ", ")): choose another table name or database")
+            }
+            guard try hasUniqueKey(db, table: table) else {
+                throw DeviceStoreError.incompatibleSchema.with(
+                    "table \"\(table)\" in \(path) has no unique key on (namespace, device_id, platform): choose another table name or database")
+            }
+            try db.execute("CREATE INDEX IF NOT EXISTS \"\(table)_token\" ON \"\(table)\" (token)")
+            let idColumn = columns.first { $0.first?.text?.lowercased() == "id" }
+            let idType = idColumn?[1].text?.uppercased() ?? ""
+            return idType == "INTEGER" && (idColumn?[2].integer ?? 0) > 0
+        }
+    }
+
+    private static func hasUniqueKey(_ db: SQLiteConnection, table: String) throws(DeviceStoreError) -> Bool {
+        let indexes = try db.query("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1", [.text(table)])
+        for index in indexes {
+            guard let name = index.first?.text else { continue }
+            let columns = try db.query("SELECT name FROM pragma_index_info(?)", [.text(name)]).compactMap { $0.first?.text?.lowercased() }
+            if Set(columns) == ["namespace", "device_id", "platform"] { return true }
+        }
+        return false
+    }
+
+    static func isPlainIdentifier(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, bytes.count <= 64 else { return false }
+        let isLetter = { (c: UInt8) in (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F }
+        return isLetter(first) && bytes.allSatisfy { isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) }
+    }
+
+    /// A random row id (the JavaScript hub uses random UUIDs).
+    private static func newRowId() -> String {
+        let bytes = (try? SecureRandom.bytes(16)) ?? Digest.sha256(Array(String(UInt64.random(in: .min ... .max)).utf8)).prefix(16).map { $0 }
+        let hex = Digest.hex(bytes)
+        let chars = Array(hex)
+        return String(chars[0..<8]) + "-" + String(chars[8..<12]) + "-" + String(chars[12..<16]) + "-" + String(chars[16..<20]) + "-"
+            + String(chars[20..<32])
+    }
+
+    /// Creates missing directories (0700) and the database file (0600) before SQLite opens it,
+    /// so nothing the registry creates is readable by other users.
+    private static func createFileIfMissing(_ path: String) throws(DeviceStoreError) {
+        guard !path.isEmpty else { throw DeviceStoreError.cannotOpen.with("device database path is empty") }
+        var info = stat()
+        if stat(path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                throw DeviceStoreError.cannotOpen.with("device database path \(path) is a directory: give a file path")
+            }
+            return
+        }
+        let components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        var directory = path.hasPrefix("/") ? "" : "."
+        for component in components where !component.isEmpty {
+            directory += "/" + component
+            if stat(directory, &info) == 0 { continue }
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                throw creationError(path: directory, what: "directory", errno: errno)
+            }
+        }
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            if errno == EEXIST { return }  // Another process created it first: fine.
+            throw creationError(path: path, what: "file", errno: errno)
+        }
+        close(fd)
+    }
+
+    private static func creationError(path: String, what: String, errno code: Int32) -> DeviceStoreError {
+        let reason = String(cString: strerror(code))
+        if code == EROFS || code == EACCES || code == EPERM {
+            return DeviceStoreError.readOnly.with(
+                "cannot create device database \(what) \(path): \(reason); choose a writable data directory (--data-dir or HAPI_HOME)")
+        }
+        return DeviceStoreError.cannotOpen.with("cannot create device database \(what) \(path): \(reason)")
+    }
+
+    /// The SQL text, built once per table name.
+    private struct Statements: Sendable {
+        let idIsInteger: Bool
+        let deleteOtherHoldersOfToken: String
+        let upsert: String
+        let unregister: String
+        let prune: String
+        let list: String
+
+        init(table: String, idIsInteger: Bool) {
+            let t = "\"\(table)\""
+            self.idIsInteger = idIsInteger
+            deleteOtherHoldersOfToken =
+                "DELETE FROM \(t) WHERE token = ?1 AND NOT (namespace = ?2 AND device_id = ?3 AND platform = ?4)"
+            let columns = "namespace, token, platform, device_id, push_key, created_at, updated_at"
+            let insert =
+                idIsInteger
+                ? "INSERT INTO \(t) (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                : "INSERT INTO \(t) (id, \(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            upsert =
+                insert
+                + " ON CONFLICT (namespace, device_id, platform) DO UPDATE SET token = excluded.token, push_key = excluded.push_key, updated_at = excluded.updated_at"
+                + " RETURNING created_at"
+            unregister = "DELETE FROM \(t) WHERE namespace = ?1 AND (token = ?2 OR (platform = 'ios' AND token = ?3))"
+            prune = "DELETE FROM \(t) WHERE namespace = ?1 AND token = ?2 AND updated_at <= ?3"
+            list =
+                "SELECT device_id, platform, token, push_key, created_at, updated_at FROM \(t) WHERE namespace = ? ORDER BY updated_at DESC, rowid DESC"
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import PushNative
+
+/// Child processes for the test suite: a second writer on the same SQLite file, and a writer
+/// that reports each acknowledged registration so a test can `kill -9` it and check that
+/// every acknowledged row survived. Not installed, not part of the public CLI.
+///
+///   hapi-push-testsupport registry-writer --path FILE --namespace NS --count N --prefix P [--ack]
+
+func argument(_ name: String, in arguments: [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("hapi-push-testsupport: \(message)\n".utf8))
+    exit(2)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "registry-writer":
+    guard let path = argument("--path", in: arguments), let namespace = argument("--namespace", in: arguments),
+        let countText = argument("--count", in: arguments), let count = Int(countText), let prefix = argument("--prefix", in: arguments)
+    else { fail("usage: registry-writer --path FILE --namespace NS --count N --prefix P [--ack]") }
+    let acknowledge = arguments.contains("--ack")
+    do {
+        let store = try SQLiteDeviceStore(configuration: .init(path: path))
+        for index in 0..<count {
+            let request = try RegistrationRequest(
+                namespace: namespace, platform: "phone", deviceId: "\(prefix)-\(index)", token: "\(prefix)-token-\(index)", pushKey: nil)
+            _ = try store.upsert(request, now: Int64(index))
+            if acknowledge {
+                // One line per acknowledged registration, written unbuffered before the next one starts.
+                FileHandle.standardOutput.write(Data("ack \(prefix)-\(index)\n".utf8))
+            }
+        }
+        print("ok \(count)")
+    } catch {
+        fail("\(error)")
+    }
+default:
+    fail("unknown command; see the source for usage")
+}

@@ -1,0 +1,117 @@
+import Foundation
+import PushNative
+
+/// `hapi-push devices register|unregister|list`: the registry by hand. Never prints a push
+/// key or a whole token: tokens appear as the first 12 hex digits of their SHA-256.
+enum DevicesCommand {
+    static let usage = """
+        Usage:
+          hapi-push [--data-dir DIR] devices register --namespace NS --platform phone|wear|ios --device-id ID --token T [--push-key B64]
+          hapi-push [--data-dir DIR] devices unregister --namespace NS --token T
+          hapi-push [--data-dir DIR] devices list --namespace NS [--json]
+
+        The registry is DIR/\(SQLiteDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
+        list --json prints an array of {namespace, deviceId, platform, tokenHash, hasPushKey, createdAt, updatedAt};
+        tokenHash is the first 12 hex digits of the token's SHA-256. Push keys are never printed.
+        Validation failures exit 2 and name every failing field.
+        """
+
+    static func run(_ arguments: [String], dataDirectory: String?) async throws -> Int32 {
+        guard let sub = arguments.first, sub != "--help", sub != "-h" else {
+            print(usage)
+            return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            print(usage)
+            return ExitCode.success.rawValue
+        }
+        switch sub {
+        case "register":
+            let args = try ParsedArguments(rest, valueFlags: ["namespace", "platform", "device-id", "token", "push-key"])
+            try args.rejectPositionals()
+            let (namespace, platform) = (try args.required("namespace"), try args.required("platform"))
+            let (deviceId, token) = (try args.required("device-id"), try args.required("token"))
+            let request: RegistrationRequest
+            do {
+                request = try RegistrationRequest(
+                    namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: args.value("push-key"))
+            } catch {
+                throw UsageError("invalid registration:\n" + error.fieldErrors.keys.sorted().flatMap { field in
+                    error.fieldErrors[field, default: []].map { "  \(cliName(field)): \($0)" }
+                }.joined(separator: "\n"))
+            }
+            let registry = DeviceRegistry(store: try openStore(dataDirectory))
+            let stored = try await registry.register(request)
+            print("registered \(stored.platform) device \(stored.deviceId) in namespace \(stored.namespace) (token \(stored.tokenHash))")
+            return ExitCode.success.rawValue
+        case "unregister":
+            let args = try ParsedArguments(rest, valueFlags: ["namespace", "token"])
+            try args.rejectPositionals()
+            let namespace = try args.required("namespace")
+            let token = try args.required("token")
+            guard !token.isEmpty else { throw UsageError("--token must not be empty") }
+            let removed = try await DeviceRegistry(store: try openStore(dataDirectory)).unregister(namespace: namespace, token: token)
+            print(removed ? "unregistered token \(TokenFingerprint.of(token))" : "no device with token \(TokenFingerprint.of(token)) in namespace \(namespace)")
+            return ExitCode.success.rawValue
+        case "list":
+            let args = try ParsedArguments(rest, valueFlags: ["namespace"], switchFlags: ["json"])
+            try args.rejectPositionals()
+            let namespace = try args.required("namespace")
+            let devices = try await openStore(dataDirectory).devices(namespace: namespace)
+            if args.has("json") {
+                let array = JSONValue.array(devices.map { device in
+                    .object([
+                        "namespace": .string(device.namespace), "deviceId": .string(device.deviceId),
+                        "platform": .string(device.platform.rawValue), "tokenHash": .string(device.tokenHash),
+                        "hasPushKey": .bool(device.pushKey != nil), "createdAt": .integer(device.createdAt),
+                        "updatedAt": .integer(device.updatedAt),
+                    ])
+                })
+                print(array.canonicalString)
+            } else if devices.isEmpty {
+                print("no devices in namespace \(namespace)")
+            } else {
+                print("PLATFORM  DEVICE ID                         TOKEN          KEY  UPDATED")
+                for device in devices {
+                    let updated = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(device.updatedAt) / 1000))
+                    print(
+                        pad(device.platform.rawValue, 9) + " " + pad(device.deviceId, 33) + " " + pad(device.tokenHash + "…", 14) + " "
+                            + pad(device.pushKey == nil ? "no" : "yes", 4) + " " + updated)
+                }
+            }
+            return ExitCode.success.rawValue
+        default:
+            throw UsageError("unknown devices command '\(sub)' (expected register, unregister or list)")
+        }
+    }
+
+    static func openStore(_ dataDirectory: String?) throws -> SQLiteDeviceStore {
+        guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: ProcessInfo.processInfo.environment) else {
+            throw UsageError("no data directory: pass --data-dir DIR or set HAPI_HOME or HOME")
+        }
+        do {
+            return try SQLiteDeviceStore(directory: directory)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+    }
+
+    private static func cliName(_ field: String) -> String {
+        switch field {
+        case "deviceId": return "--device-id (deviceId)"
+        case "pushKey": return "--push-key (pushKey)"
+        default: return "--\(field)"
+        }
+    }
+
+    private static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+}
+
+extension ParsedArguments {
+    func rejectPositionals() throws(UsageError) {
+        if let first = positionals.first { throw UsageError("unexpected argument '\(first)'") }
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+
+@testable import DeviceRegistry
+@testable import PushEnvelope
+
+@Suite struct SQLiteDeviceStoreTests {
+    @Test func persistsAcrossReopen() async throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try SQLiteDeviceStore(directory: dir.path)
+            _ = try store.upsert(try request(platform: "ios", token: iosToken, key: keyA), now: 7)
+        }
+        let reopened = try SQLiteDeviceStore(directory: dir.path)
+        let devices = try reopened.devices(namespace: "ns", platforms: nil)
+        #expect(devices.count == 1)
+        #expect(devices.first?.pushKey?.base64 == keyA)
+        #expect(devices.first?.createdAt == 7)
+    }
+
+    @Test func createsOwnerOnlyFileAndDirectories() throws {
+        let dir = TemporaryDirectory()
+        let nested = dir.path + "/a/b"
+        let store = try SQLiteDeviceStore(directory: nested)
+        _ = try store.upsert(try request(), now: 1)
+        let fm = FileManager.default
+        let filePermissions = try fm.attributesOfItem(atPath: nested + "/" + SQLiteDeviceStore.defaultFileName)[.posixPermissions] as? Int
+        #expect(filePermissions == 0o600)
+        for directory in [dir.path + "/a", nested] {
+            #expect(try fm.attributesOfItem(atPath: directory)[.posixPermissions] as? Int == 0o700, "\(directory)")
+        }
+        // The WAL side files inherit the database file's mode.
+        for suffix in ["-wal", "-shm"] where fm.fileExists(atPath: store.configuration.path + suffix) {
+            #expect(try fm.attributesOfItem(atPath: store.configuration.path + suffix)[.posixPermissions] as? Int == 0o600)
+        }
+    }
+
+    @Test func usesWALAndVersionsTheSchema() throws {
+        let dir = TemporaryDirectory()
+        let store = try SQLiteDeviceStore(directory: dir.path)
+        _ = store
+        let check = try SQLiteConnection(path: dir.file(SQLiteDeviceStore.defaultFileName), busyTimeoutMilliseconds: 1000)
+        #expect(try check.query("PRAGMA journal_mode").first?.first?.text == "wal")
+        #expect(try check.query("PRAGMA user_version").first?.first?.integer == SQLiteDeviceStore.schemaVersion)
+        let columns = try check.query("SELECT name FROM pragma_table_info('fcm_devices')").compactMap { $0.first?.text }
+        #expect(columns == ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"])
+    }
+
+    @Test func refusesAFileThatIsNotADatabaseAndLeavesItUntouched() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("garbage.sqlite3")
+        let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try garbage.write(to: URL(fileURLWithPath: path))
+        #expect(throws: DeviceStoreError.notADatabase) { try SQLiteDeviceStore(configuration: .init(path: path)) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
+        do {
+            _ = try SQLiteDeviceStore(configuration: .init(path: path))
+        } catch {
+            #expect(error.message.contains(path))
+            #expect(error.message.contains("left untouched"))
+        }
+    }
+
+    @Test func refusesAnIncompatibleTable() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("other.sqlite3")
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        do {
+            let db = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 100)
+            try db.execute("CREATE TABLE fcm_devices (id INTEGER PRIMARY KEY, token TEXT)")
+        }
+        #expect(throws: DeviceStoreError.incompatibleSchema) { try SQLiteDeviceStore(configuration: .init(path: path)) }
+        do {
+            _ = try SQLiteDeviceStore(configuration: .init(path: path))
+        } catch {
+            #expect(error.message.contains("namespace"))
+        }
+        // Without the unique key the upsert cannot work either.
+        do {
+            let db = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 100)
+            try db.execute(
+                "CREATE TABLE t2 (id TEXT, namespace TEXT, token TEXT, platform TEXT, device_id TEXT, push_key TEXT, created_at INTEGER, updated_at INTEGER)")
+        }
+        #expect(throws: DeviceStoreError.incompatibleSchema) { try SQLiteDeviceStore(configuration: .init(path: path, tableName: "t2")) }
+    }
+
+    @Test func adoptsAnExistingHubTableWithIntegerIds() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("hub.db")
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        do {
+            let db = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 100)
+            try db.execute(
+                """
+                PRAGMA user_version = 9;
+                CREATE TABLE push_devices (id INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, token TEXT NOT NULL,
+                  platform TEXT NOT NULL, device_id TEXT NOT NULL, push_key TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                  UNIQUE(namespace, device_id, platform));
+                INSERT INTO push_devices (namespace, token, platform, device_id, push_key, created_at, updated_at)
+                  VALUES ('ns', 'existing', 'phone', 'old-device', NULL, 5, 5);
+                INSERT INTO push_devices (namespace, token, platform, device_id, push_key, created_at, updated_at)
+                  VALUES ('ns', 'legacy', 'android', 'weird', NULL, 6, 6);
+                """)
+        }
+        let store = try SQLiteDeviceStore(configuration: .init(path: path, tableName: "push_devices"))
+        #expect(try store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["old-device"])
+        _ = try store.upsert(try request(deviceId: "new", token: "fresh"), now: 10)
+        #expect(try store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["new", "old-device"])
+        let check = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 100)
+        // The adopted database's own schema version is not ours to change.
+        #expect(try check.query("PRAGMA user_version").first?.first?.integer == 9)
+    }
+
+    @Test func refusesABadTableName() {
+        let dir = TemporaryDirectory()
+        for name in ["", "fcm devices", "x\"; DROP TABLE y; --", "1abc"] {
+            #expect(throws: DeviceStoreError.invalidTableName) {
+                try SQLiteDeviceStore(configuration: .init(path: dir.file("db"), tableName: name))
+            }
+        }
+    }
+
+    @Test func refusesAReadOnlyLocation() throws {
+        // /sys cannot be written even by root, so this holds in CI (root) and for users alike.
+        #expect(throws: DeviceStoreError.readOnly) { try SQLiteDeviceStore(directory: "/sys/hapi-push-test") }
+        do {
+            _ = try SQLiteDeviceStore(directory: "/sys/hapi-push-test")
+        } catch {
+            #expect(error.message.contains("/sys/hapi-push-test"))
+        }
+        if getuid() != 0 {
+            let dir = TemporaryDirectory()
+            let store = try SQLiteDeviceStore(directory: dir.path)
+            _ = store
+            chmod(dir.file(SQLiteDeviceStore.defaultFileName), 0o400)
+            #expect(throws: DeviceStoreError.self) {
+                let readOnly = try SQLiteDeviceStore(directory: dir.path)
+                _ = try readOnly.upsert(try request(), now: 1)
+            }
+        }
+    }
+
+    @Test func refusesADirectoryAsTheFile() {
+        let dir = TemporaryDirectory()
+        #expect(throws: DeviceStoreError.cannotOpen) { try SQLiteDeviceStore(configuration: .init(path: dir.path)) }
+    }
+
+    @Test func twoProcessesWritingAtOnceLoseAndDuplicateNothing() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("shared.sqlite3")
+        _ = try SQLiteDeviceStore(configuration: .init(path: path))
+        let count = 2000
+        let writer = builtExecutable("hapi-push-testsupport")
+        let processes = try ["a", "b"].map { prefix -> Process in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: writer)
+            process.arguments = ["registry-writer", "--path", path, "--namespace", "ns", "--count", "\(count)", "--prefix", prefix]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        // This process writes too, while the two children do.
+        let store = try SQLiteDeviceStore(configuration: .init(path: path))
+        for index in 0..<500 {
+            _ = try store.upsert(try request(deviceId: "c-\(index)", token: "c-token-\(index)"), now: Int64(index))
+        }
+        for process in processes {
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        let devices = try store.devices(namespace: "ns", platforms: nil)
+        #expect(devices.count == 2 * count + 500)
+        #expect(Set(devices.map(\.deviceId)).count == devices.count)
+        #expect(Set(devices.map(\.token)).count == devices.count)
+    }
+}
