@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "PushEnvelope", targets: ["PushEnvelope"]),
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
+        .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
     ],
     targets: [
@@ -26,9 +27,6 @@ let package = Package(
         .systemLibrary(
             name: "CHapiCurl", path: "Sources/CHapiCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(
-            name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
-            providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -43,12 +41,19 @@ let package = Package(
         .target(
             name: "PushTransports", dependencies: ["PushEnvelope", "CHapiCurl", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
+        // A real HTTP/2 + TLS server on loopback (nghttp2 + OpenSSL), for tests and the demo.
+        .target(
+            name: "CHapiLoopback",
+            linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]),
+        .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback"], swiftSettings: strictSettings),
+        // Throwaway keys and JWT verification for tests and the demo (not a product).
+        .target(name: "PushTestSupport", dependencies: ["PushEnvelope", "CHapiOpenSSL"], swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
             name: "PushNative", dependencies: ["PushEnvelope", "DeviceRegistry", "PushTransports"],
             swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative"],
+            name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer"],
             swiftSettings: strictSettings),
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
@@ -66,6 +71,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "DeviceRegistryTests", dependencies: ["DeviceRegistry", "PushEnvelope", "hapi-push-testsupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "PushNativeTests",
+            dependencies: ["PushNative", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push"],

@@ -24,4 +24,8 @@ static inline long hapi_openssl_bio_mem_data(BIO *bio, char **out) {
     return BIO_get_mem_data(bio, out);
 }
 
+/* EVP_PKEY_Q_keygen for RSA takes a variadic size_t: a typed wrapper (tests generate keys). */
+static inline EVP_PKEY *hapi_test_rsa_keygen(size_t bits) { return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", bits); }
+static inline EVP_PKEY *hapi_test_ec_keygen(const char *curve) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curve); }
+
 #endif

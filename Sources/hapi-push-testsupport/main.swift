@@ -6,6 +6,7 @@ import PushNative
 /// every acknowledged row survived. Not installed, not part of the public CLI.
 ///
 ///   hapi-push-testsupport registry-writer --path FILE --namespace NS --count N --prefix P [--ack]
+///   hapi-push-testsupport settings-writer --dir DIR --key K --value V [--crash-before-rename]
 
 func argument(_ name: String, in arguments: [String]) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
@@ -36,6 +37,24 @@ case "registry-writer":
             }
         }
         print("ok \(count)")
+    } catch {
+        fail("\(error)")
+    }
+case "settings-writer":
+    // settings-writer --dir DIR --key K --value V [--crash-before-rename]
+    guard let directory = argument("--dir", in: arguments), let key = argument("--key", in: arguments),
+        let value = argument("--value", in: arguments)
+    else { fail("usage: settings-writer --dir DIR --key K --value V [--count N] [--crash-before-rename]") }
+    if arguments.contains("--crash-before-rename") {
+        SettingsFile._setBeforeRenameHookForTesting { kill(getpid(), SIGKILL) }
+    }
+    let count = argument("--count", in: arguments).flatMap(Int.init) ?? 1
+    do {
+        for index in 0..<count {
+            let name = count == 1 ? key : "\(key)-\(index)"
+            let added = try SettingsFile(directory: directory).addMissing([name: value])
+            print("added \(added.joined(separator: ","))")
+        }
     } catch {
         fail("\(error)")
     }

@@ -8,6 +8,7 @@ let topUsage = """
     Usage: hapi-push [--data-dir DIR] <command> [options]
 
     Commands:
+      config [--json]      Show the transport chosen for each platform, every setting's source, diagnostics
       devices register|unregister|list   Manage the device registry (DIR/native-push.sqlite3)
       envelope seal|open   Seal or open an end-to-end encrypted push envelope
       demo                 Seal and reopen the golden envelope (no network, no credentials)
@@ -43,6 +44,8 @@ func runCommand(_ allArguments: [String]) async -> Int32 {
             return ExitCode.success.rawValue
         case "envelope":
             return try EnvelopeCommand.run(rest)
+        case "config":
+            return try ConfigCommand.run(rest, dataDirectory: dataDirectory)
         case "devices":
             return try await DevicesCommand.run(rest, dataDirectory: dataDirectory)
         case "demo":

@@ -1,0 +1,208 @@
+import Foundation
+import PushEnvelope
+import PushTransports
+
+extension PushConfiguration {
+    /// Resolves every setting (environment > settings.json > default), persists environment
+    /// values whose keys the file lacks (unless `persist` is false), loads and checks the
+    /// credentials, and chooses each platform's transport.
+    ///
+    /// Throws only when settings.json exists but cannot be used (it is never overwritten
+    /// then); every other problem becomes a diagnostic and, where it matters, a disabled
+    /// channel, never a silent fallback.
+    ///
+    /// - Parameters:
+    ///   - environment: usually `ProcessInfo.processInfo.environment`.
+    ///   - dataDirectory: where settings.json lives; nil resolves `$HAPI_HOME`, else `~/.hapi`.
+    ///   - persist: write first-sight environment values into settings.json.
+    public static func load(
+        environment: [String: String], dataDirectory: String? = nil, persist: Bool = true
+    ) throws(SettingsFileError) -> PushConfiguration {
+        let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment)
+        let file = directory.map { SettingsFile(directory: $0) }
+        let stored = try file?.read() ?? [:]
+        var diagnostics: [Diagnostic] = []
+        var settings: [String: ResolvedSetting] = [:]
+        var firstSight: [String: String] = [:]
+
+        for setting in PushSetting.all {
+            let fromEnvironment = HubDataDirectory.nonEmpty(environment[setting.environmentVariable])
+            var fromFile: String?
+            if let member = stored[setting.settingsKey] {
+                if let text = member.stringValue {
+                    fromFile = HubDataDirectory.nonEmpty(text)
+                } else {
+                    diagnostics.append(Diagnostic(
+                        level: .warning, setting: setting.settingsKey,
+                        message: "settings.json has \(member.typeName) for \"\(setting.settingsKey)\", expected a string: ignored"))
+                }
+            }
+            let resolved: ResolvedSetting
+            if let fromEnvironment {
+                resolved = ResolvedSetting(value: fromEnvironment, source: .environment)
+                if stored[setting.settingsKey] == nil { firstSight[setting.settingsKey] = fromEnvironment }
+            } else if let fromFile {
+                resolved = ResolvedSetting(value: fromFile, source: .file)
+            } else {
+                resolved = ResolvedSetting(value: setting.defaultValue, source: .default)
+            }
+            let expanded = setting.isPath ? resolved.value.map { HubDataDirectory.expandTilde($0, environment: environment) } : resolved.value
+            settings[setting.settingsKey] = ResolvedSetting(value: expanded, source: resolved.source)
+        }
+
+        var persisted: [String] = []
+        if persist, let file, !firstSight.isEmpty {
+            persisted = try file.addMissing(firstSight)
+        }
+
+        var builder = Selection(settings: settings, diagnostics: diagnostics)
+        let relayURL = builder.relayURL()
+        let android = builder.android(relayURL: relayURL)
+        let ios = builder.ios(relayURL: relayURL)
+        return PushConfiguration(
+            android: android, ios: ios, relayURL: relayURL ?? "",
+            apnsEndpoint: builder.apnsEndpoint ?? "", fcmEndpoint: builder.fcmEndpoint(), caFile: builder.caFile(),
+            settings: settings, diagnostics: builder.diagnostics, persistedKeys: persisted)
+    }
+
+    /// The decisions, one function per channel, each adding the diagnostics it owes.
+    private struct Selection {
+        let settings: [String: ResolvedSetting]
+        var diagnostics: [Diagnostic]
+        var apnsEndpoint: String?
+
+        init(settings: [String: ResolvedSetting], diagnostics: [Diagnostic]) {
+            self.settings = settings
+            self.diagnostics = diagnostics
+        }
+
+        func value(_ setting: PushSetting) -> String? { settings[setting.settingsKey]?.value }
+
+        mutating func report(_ level: Diagnostic.Level, _ setting: PushSetting, _ message: String) {
+            diagnostics.append(Diagnostic(level: level, setting: setting.settingsKey, message: message))
+        }
+
+        /// `http`/`https` with a host; nil (and a diagnostic) otherwise. Trailing slashes dropped.
+        mutating func validatedURL(_ setting: PushSetting) -> String? {
+            guard var text = value(setting) else { return nil }
+            while text.hasSuffix("/") { text.removeLast() }
+            let lower = text.lowercased()
+            guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), let url = URL(string: text), let host = url.host, !host.isEmpty
+            else {
+                report(.error, setting, "\(setting.environmentVariable) must be an http:// or https:// URL with a host, got \"\(text)\"")
+                return nil
+            }
+            return text
+        }
+
+        mutating func relayURL() -> String? { validatedURL(.relayURL) }
+
+        mutating func fcmEndpoint() -> String { validatedURL(.fcmEndpoint) ?? PushSetting.fcmEndpoint.defaultValue ?? "" }
+
+        mutating func caFile() -> String? {
+            guard let path = value(.caFile) else { return nil }
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                report(.error, .caFile, "HAPI_PUSH_CA_FILE \(path) is not readable: only the system trust store is used, so TLS to a server signed by that CA will fail")
+                return nil
+            }
+            return path
+        }
+
+        mutating func android(relayURL: String?) -> Channel<AndroidTransport> {
+            let mode = (value(.androidPushMode) ?? "auto").lowercased()
+            let accountPath = value(.fcmServiceAccountPath)
+            func relay(_ why: String) -> Channel<AndroidTransport> {
+                guard relayURL != nil else {
+                    return Channel(mode: mode, transport: .off, reason: "relay URL is invalid (see HAPI_PUSH_RELAY_URL)")
+                }
+                return Channel(mode: mode, transport: .relay, reason: why)
+            }
+            switch mode {
+            case "off":
+                return Channel(mode: mode, transport: .off, reason: "HAPI_ANDROID_PUSH=off")
+            case "relay":
+                if accountPath != nil {
+                    report(.info, .fcmServiceAccountPath, "FCM_SERVICE_ACCOUNT_PATH is ignored because HAPI_ANDROID_PUSH=relay")
+                }
+                return relay("HAPI_ANDROID_PUSH=relay")
+            case "auto", "fcm":
+                guard let accountPath else {
+                    if mode == "fcm" {
+                        report(.error, .fcmServiceAccountPath,
+                            "HAPI_ANDROID_PUSH=fcm requires FCM_SERVICE_ACCOUNT_PATH (settings.json \"fcmServiceAccountPath\"): Android push is off")
+                        return Channel(mode: mode, transport: .off, reason: "no service account configured")
+                    }
+                    return relay("HAPI_ANDROID_PUSH=auto and no FCM service account: the official relay")
+                }
+                do {
+                    let account = try FCMServiceAccount(contentsOfFile: accountPath)
+                    return Channel(mode: mode, transport: .fcm(account), reason: "direct FCM to project \(account.projectId)")
+                } catch {
+                    // Never fall back to the relay: that would send private-project tokens to
+                    // the official project.
+                    report(.error, .fcmServiceAccountPath, "\(error.message); Android push is off (no fallback to the relay)")
+                    return Channel(mode: mode, transport: .off, reason: "the configured FCM service account is unusable")
+                }
+            default:
+                report(.error, .androidPushMode,
+                    "HAPI_ANDROID_PUSH=\"\(mode)\" is not a mode: use auto, relay, fcm or off; Android push is off")
+                return Channel(mode: mode, transport: .off, reason: "unknown mode")
+            }
+        }
+
+        mutating func ios(relayURL: String?) -> Channel<IOSTransport> {
+            let mode = (value(.iosPushMode) ?? "relay").lowercased()
+            switch mode {
+            case "off":
+                return Channel(mode: mode, transport: .off, reason: "HAPI_IOS_PUSH=off")
+            case "relay":
+                guard relayURL != nil else {
+                    return Channel(mode: mode, transport: .off, reason: "relay URL is invalid (see HAPI_PUSH_RELAY_URL)")
+                }
+                return Channel(mode: mode, transport: .relay, reason: "HAPI_IOS_PUSH=relay")
+            case "apns":
+                return apns(mode: mode)
+            default:
+                report(.error, .iosPushMode, "HAPI_IOS_PUSH=\"\(mode)\" is not a mode: use relay, apns or off; iOS push is off")
+                return Channel(mode: mode, transport: .off, reason: "unknown mode")
+            }
+        }
+
+        private mutating func apns(mode: String) -> Channel<IOSTransport> {
+            let required: [PushSetting] = [.apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId]
+            let missing = required.filter { value($0) == nil }
+            for setting in missing {
+                report(.error, setting, "HAPI_IOS_PUSH=apns requires \(setting.environmentVariable) (settings.json \"\(setting.settingsKey)\")")
+            }
+            let environmentText = (value(.apnsEnvironment) ?? "production").lowercased()
+            let environment = APNsEnvironment(rawValue: environmentText)
+            if environment == nil {
+                // Never guess: a sandbox token sent to production answers BadDeviceToken and
+                // would prune a live device.
+                report(.error, .apnsEnvironment, "APNS_ENV=\"\(environmentText)\" must be production or sandbox; iOS push is off")
+            }
+            guard missing.isEmpty, let environment, let keyPath = value(.apnsKeyPath), let keyId = value(.apnsKeyId),
+                let teamId = value(.apnsTeamId), let bundleId = value(.apnsBundleId)
+            else {
+                return Channel(mode: mode, transport: .off, reason: "direct APNs is not fully configured")
+            }
+            if value(.apnsEndpoint) != nil {
+                guard let endpoint = validatedURL(.apnsEndpoint) else {
+                    return Channel(mode: mode, transport: .off, reason: "APNs endpoint override is invalid")
+                }
+                apnsEndpoint = endpoint
+            } else {
+                apnsEndpoint = environment.endpoint
+            }
+            do {
+                let credentials = try APNsCredentials(keyPath: keyPath, keyId: keyId, teamId: teamId, bundleId: bundleId)
+                return Channel(
+                    mode: mode, transport: .apns(credentials, environment: environment),
+                    reason: "direct APNs (\(environment.rawValue)) for \(bundleId)")
+            } catch {
+                report(.error, .apnsKeyPath, "\(error.message); iOS push is off")
+                return Channel(mode: mode, transport: .off, reason: "the APNs key is unusable")
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/// One push setting: its environment variable, its `settings.json` key and its default.
+/// The table below is the whole configuration surface; docs/configuration.md mirrors it.
+public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
+    public let environmentVariable: String
+    public let settingsKey: String
+    public let defaultValue: String?
+    /// Path values may start with `~`, expanded to `$HOME`.
+    public let isPath: Bool
+
+    public var description: String { "\(environmentVariable) (settings.json \"\(settingsKey)\")" }
+
+    public static let androidPushMode = PushSetting(
+        environmentVariable: "HAPI_ANDROID_PUSH", settingsKey: "androidPushMode", defaultValue: "auto", isPath: false)
+    public static let fcmServiceAccountPath = PushSetting(
+        environmentVariable: "FCM_SERVICE_ACCOUNT_PATH", settingsKey: "fcmServiceAccountPath", defaultValue: nil, isPath: true)
+    public static let iosPushMode = PushSetting(
+        environmentVariable: "HAPI_IOS_PUSH", settingsKey: "iosPushMode", defaultValue: "relay", isPath: false)
+    public static let relayURL = PushSetting(
+        environmentVariable: "HAPI_PUSH_RELAY_URL", settingsKey: "iosPushRelayUrl", defaultValue: "https://push.hapi.run", isPath: false)
+    public static let apnsKeyPath = PushSetting(
+        environmentVariable: "APNS_KEY_P8_PATH", settingsKey: "apnsKeyP8Path", defaultValue: nil, isPath: true)
+    public static let apnsKeyId = PushSetting(environmentVariable: "APNS_KEY_ID", settingsKey: "apnsKeyId", defaultValue: nil, isPath: false)
+    public static let apnsTeamId = PushSetting(environmentVariable: "APNS_TEAM_ID", settingsKey: "apnsTeamId", defaultValue: nil, isPath: false)
+    public static let apnsBundleId = PushSetting(
+        environmentVariable: "APNS_BUNDLE_ID", settingsKey: "apnsBundleId", defaultValue: nil, isPath: false)
+    public static let apnsEnvironment = PushSetting(
+        environmentVariable: "APNS_ENV", settingsKey: "apnsEnv", defaultValue: "production", isPath: false)
+    public static let apnsEndpoint = PushSetting(
+        environmentVariable: "HAPI_APNS_ENDPOINT", settingsKey: "apnsEndpoint", defaultValue: nil, isPath: false)
+    public static let fcmEndpoint = PushSetting(
+        environmentVariable: "HAPI_FCM_ENDPOINT", settingsKey: "fcmEndpoint", defaultValue: "https://fcm.googleapis.com", isPath: false)
+    public static let caFile = PushSetting(environmentVariable: "HAPI_PUSH_CA_FILE", settingsKey: "pushCaFile", defaultValue: nil, isPath: true)
+
+    /// Every setting, in the order documented and printed.
+    public static let all: [PushSetting] = [
+        .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
+        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile,
+    ]
+}
+
+/// Where a resolved value came from.
+public enum SettingSource: String, Sendable, Hashable {
+    case environment = "env"
+    case file
+    case `default`
+}
+
+/// A setting's value after precedence (environment > settings.json > default).
+public struct ResolvedSetting: Sendable, Hashable {
+    /// The value (trimmed, `~` expanded for paths); nil when unset with no default.
+    public let value: String?
+    public let source: SettingSource
+}

@@ -1,0 +1,201 @@
+import Foundation
+import Glibc
+import PushEnvelope
+import Synchronization
+
+/// The hub's `settings.json`: read, and written atomically with first-sight values.
+///
+/// Writes are atomic (a unique temporary file in the same directory, fsync, rename, fsync of
+/// the directory), owner-only (file 0600, directory 0700), and serialized in-process by a mutex
+/// and across processes by `flock` on `settings.json.lock`. A file that does not parse is never
+/// overwritten. Keys this library does not know are kept as they are.
+public struct SettingsFile: Sendable {
+    public let path: String
+
+    public init(directory: String) {
+        path = HubDataDirectory.join(directory, "settings.json")
+    }
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    private static let inProcess = Mutex<Void>(())
+
+    /// The file's top-level object; empty when the file does not exist.
+    public func read() throws(SettingsFileError) -> [String: JSONValue] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) {
+                throw SettingsFileError.unreadable.with("cannot read \(path): give the hub's user read access, or remove it")
+            }
+            return [:]
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse([UInt8](data))
+        } catch {
+            throw SettingsFileError.unparseable.with(
+                "\(path) is not valid JSON (\(error.description)): fix or remove the file; it was left untouched")
+        }
+        guard let object = value.objectValue else {
+            throw SettingsFileError.unparseable.with(
+                "\(path) must hold a JSON object, not \(value.typeName): fix or remove the file; it was left untouched")
+        }
+        return object
+    }
+
+    /// Adds `values` for keys absent from the file, keeping every existing key. Returns the
+    /// keys written (none when all were present). Reads and writes under the lock, so two
+    /// writers never lose each other's keys.
+    @discardableResult
+    public func addMissing(_ values: [String: String]) throws(SettingsFileError) -> [String] {
+        guard !values.isEmpty else { return [] }
+        return try SettingsFile.inProcess.withLock { _ throws(SettingsFileError) -> [String] in
+            try withFileLock { () throws(SettingsFileError) -> [String] in
+                var object = try read()
+                let added = values.keys.filter { object[$0] == nil }.sorted()
+                guard !added.isEmpty else { return [] }
+                removeAbandonedTemporaryFiles()
+                for key in added { object[key] = .string(values[key] ?? "") }
+                try writeAtomically(object)
+                return added
+            }
+        }
+    }
+
+    /// Pretty JSON with sorted keys (two-space indent), as a person would edit it.
+    static func render(_ value: JSONValue, indent: String = "") -> String {
+        switch value {
+        case .object(let members) where !members.isEmpty:
+            let inner = indent + "  "
+            let lines = members.keys.sorted(by: CanonicalJSON.jsKeyOrder).map { key in
+                inner + JSONValue.string(key).canonicalString + ": " + render(members[key] ?? .null, indent: inner)
+            }
+            return "{\n" + lines.joined(separator: ",\n") + "\n" + indent + "}"
+        case .array(let elements) where !elements.isEmpty:
+            let inner = indent + "  "
+            return "[\n" + elements.map { inner + render($0, indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        default:
+            return value.canonicalString
+        }
+    }
+
+    private var directory: String {
+        let url = URL(fileURLWithPath: path)
+        return url.deletingLastPathComponent().path
+    }
+
+    private func withFileLock<T>(_ body: () throws(SettingsFileError) -> T) throws(SettingsFileError) -> T {
+        try ensureDirectory()
+        let lockPath = path + ".lock"
+        let fd = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw SettingsFileError.unwritable.with("cannot create lock file \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw SettingsFileError.unwritable.with("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+            }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    private func ensureDirectory() throws(SettingsFileError) {
+        var info = stat()
+        if stat(directory, &info) == 0 { return }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw SettingsFileError.unwritable.with("cannot create data directory \(directory): \(error.localizedDescription)")
+        }
+    }
+
+    /// Temporary files left by a writer that died before its rename. Safe to delete while we
+    /// hold the lock: no other writer can be between its temp write and its rename.
+    private func removeAbandonedTemporaryFiles() {
+        let name = URL(fileURLWithPath: path).lastPathComponent + ".tmp-"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries where entry.hasPrefix(name) {
+            unlink(HubDataDirectory.join(directory, entry))
+        }
+    }
+
+    /// Temp file in the same directory → write → fsync → rename over → fsync the directory.
+    /// A crash at any point leaves either the old file or the new one, whole.
+    private func writeAtomically(_ object: [String: JSONValue]) throws(SettingsFileError) {
+        let bytes = Array((SettingsFile.render(.object(object)) + "\n").utf8)
+        var template = Array((path + ".tmp-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
+        guard fd >= 0 else {
+            throw SettingsFileError.unwritable.with("cannot create a temporary file beside \(path): \(String(cString: strerror(errno)))")
+        }
+        let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var succeeded = false
+        defer {
+            if !succeeded { unlink(temporaryPath) }
+        }
+        fchmod(fd, 0o600)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                throw SettingsFileError.unwritable.with("cannot write \(temporaryPath): \(reason)")
+            }
+            offset += written
+        }
+        guard fsync(fd) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw SettingsFileError.unwritable.with("cannot flush \(temporaryPath): \(reason)")
+        }
+        close(fd)
+        SettingsFile.beforeRenameHook.withLock { $0 }?()
+        guard rename(temporaryPath, path) == 0 else {
+            throw SettingsFileError.unwritable.with("cannot replace \(path): \(String(cString: strerror(errno)))")
+        }
+        succeeded = true
+        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirfd >= 0 {
+            fsync(dirfd)
+            close(dirfd)
+        }
+    }
+
+    private static let beforeRenameHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// For crash-consistency tests only: runs between the fsync of the temporary file and the
+    /// rename, so a test child can kill itself at exactly that point. Nil in production.
+    public static func _setBeforeRenameHookForTesting(_ hook: (@Sendable () -> Void)?) {
+        beforeRenameHook.withLock { $0 = hook }
+    }
+}
+
+/// Why settings.json could not be used. Names the file and says what to do.
+public struct SettingsFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    enum Code: Sendable, Hashable { case unparseable, unreadable, unwritable }
+    let code: Code
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func == (lhs: SettingsFileError, rhs: SettingsFileError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { message }
+
+    /// The file is not a JSON object; it was left untouched.
+    public static let unparseable = SettingsFileError(.unparseable, "settings.json does not parse")
+    /// The file exists but cannot be read.
+    public static let unreadable = SettingsFileError(.unreadable, "settings.json is unreadable")
+    /// The file or its directory cannot be written.
+    public static let unwritable = SettingsFileError(.unwritable, "settings.json cannot be written")
+
+    func with(_ message: String) -> SettingsFileError { SettingsFileError(code, message) }
+}

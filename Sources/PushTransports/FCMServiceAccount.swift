@@ -1,0 +1,49 @@
+import PushEnvelope
+
+/// A Google service account for direct FCM: the project to send in and the key that signs the
+/// OAuth assertion. Loaded once; missing fields are named.
+public struct FCMServiceAccount: Sendable, CustomStringConvertible {
+    /// Google's token endpoint, used when the file has no `token_uri`.
+    public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+
+    public let path: String
+    public let projectId: String
+    public let clientEmail: String
+    public let tokenURI: String
+    let signingKey: JWTSigningKey
+
+    /// Reads and checks the service-account JSON at `path`.
+    public init(contentsOfFile path: String) throws(CredentialError) {
+        let bytes = try JWTSigningKey.readFile(path, setting: "FCM_SERVICE_ACCOUNT_PATH")
+        try self.init(json: bytes, source: "FCM_SERVICE_ACCOUNT_PATH (\(path))", path: path)
+    }
+
+    /// Parses service-account JSON held in memory.
+    public init(json bytes: [UInt8], source: String = "service account", path: String = "(in memory)") throws(CredentialError) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw CredentialError.malformed.with("\(source) is not valid JSON (\(error.description)): download the key file again")
+        }
+        guard let object = value.objectValue else {
+            throw CredentialError.malformed.with("\(source) must be a JSON object (a Google service-account key file)")
+        }
+        let required = ["project_id", "client_email", "private_key"]
+        let missing = required.filter { (object[$0]?.stringValue ?? "").isEmpty }
+        guard missing.isEmpty else {
+            throw CredentialError.missingFields.with("\(source) lacks \(missing.joined(separator: ", ")): use the key file of a service account")
+        }
+        let privateKey = object["private_key"]?.stringValue ?? ""
+        self.signingKey = try JWTSigningKey(pem: Array(privateKey.utf8), algorithm: .rs256, source: source)
+        self.path = path
+        self.projectId = object["project_id"]?.stringValue ?? ""
+        self.clientEmail = object["client_email"]?.stringValue ?? ""
+        let tokenURI = object["token_uri"]?.stringValue ?? ""
+        self.tokenURI = tokenURI.isEmpty ? FCMServiceAccount.defaultTokenURI : tokenURI
+    }
+
+    public var description: String {
+        "FCMServiceAccount(path: \(path), projectId: \(projectId), clientEmail: \(clientEmail), privateKey: redacted)"
+    }
+}
