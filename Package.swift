@@ -47,13 +47,15 @@ let package = Package(
             linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]),
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
-        .target(name: "PushTestSupport", dependencies: ["PushEnvelope", "CHapiOpenSSL"], swiftSettings: strictSettings),
+        .target(
+            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushLoopbackServer", "CHapiOpenSSL"],
+            swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
             name: "PushNative", dependencies: ["PushEnvelope", "DeviceRegistry", "PushTransports"],
             swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer"],
+            name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport"],
             swiftSettings: strictSettings),
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
@@ -71,6 +73,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "DeviceRegistryTests", dependencies: ["DeviceRegistry", "PushEnvelope", "hapi-push-testsupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "PushTransportsTests", dependencies: ["PushTransports", "PushLoopbackServer", "PushEnvelope", "PushTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushNativeTests",

@@ -23,4 +23,13 @@ static inline CURLMcode hapi_curl_multi_setopt_long(CURLM *m, CURLMoption o, lon
 /* CURLVERSION_NOW does not import. */
 static inline curl_version_info_data *hapi_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 
+/* Added for the HTTP client. */
+static inline CURLcode hapi_curl_easy_setopt_blob(CURL *h, CURLoption o, struct curl_blob *v) { return curl_easy_setopt(h, o, v); }
+/* CURL_GLOBAL_ALL is a composite macro that does not import. */
+static inline CURLcode hapi_curl_global_init_all(void) { return curl_global_init(CURL_GLOBAL_ALL); }
+/* CURLMsg carries its result in an anonymous union. */
+static inline int hapi_curl_msg_is_done(const CURLMsg *m) { return m->msg == CURLMSG_DONE; }
+static inline CURLcode hapi_curl_msg_result(const CURLMsg *m) { return m->data.result; }
+static inline CURL *hapi_curl_msg_easy(const CURLMsg *m) { return m->easy_handle; }
+
 #endif

@@ -10,8 +10,9 @@ let topUsage = """
     Commands:
       config [--json]      Show the transport chosen for each platform, every setting's source, diagnostics
       devices register|unregister|list   Manage the device registry (DIR/native-push.sqlite3)
+      send                 Dispatch one notification to every device of a namespace
       envelope seal|open   Seal or open an end-to-end encrypted push envelope
-      demo                 Seal and reopen the golden envelope (no network, no credentials)
+      demo                 The whole flow against loopback stand-ins (no network, no credentials)
 
     Run 'hapi-push <command> --help' for a command's options.
     Exit codes: 0 success, 1 failure, 2 usage error or invalid input.
@@ -46,10 +47,12 @@ func runCommand(_ allArguments: [String]) async -> Int32 {
             return try EnvelopeCommand.run(rest)
         case "config":
             return try ConfigCommand.run(rest, dataDirectory: dataDirectory)
+        case "send":
+            return try await SendCommand.run(rest, dataDirectory: dataDirectory)
         case "devices":
             return try await DevicesCommand.run(rest, dataDirectory: dataDirectory)
         case "demo":
-            return try DemoCommand.run(rest)
+            return try await DemoCommand.run(rest)
         default:
             throw UsageError("unknown command '\(command)'; run 'hapi-push --help'")
         }

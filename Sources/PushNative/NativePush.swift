@@ -1,0 +1,102 @@
+import Foundation
+
+/// The whole library in one object, for a hub to embed in a few lines:
+///
+/// ```swift
+/// let push = try NativePush.start()                       // environment + ~/.hapi
+/// let answer = await push.register(namespace: ns, body: requestBody)   // POST /api/devices/register
+/// let report = try await push.dispatch(payload, namespace: ns)
+/// if !report.suppressWebPush { sendWebPush() }
+/// await push.shutdown()
+/// ```
+///
+/// Long-lived connections, the APNs provider token and the FCM access token are shared by
+/// every dispatch until `shutdown()`.
+public final class NativePush: Sendable {
+    public let configuration: PushConfiguration
+    public let registry: DeviceRegistry
+    public let dispatcher: PushDispatcher
+    private let client: HTTPClient
+
+    /// Reads the configuration (environment > `settings.json` > defaults), opens the SQLite
+    /// registry in the data directory and builds the configured transports.
+    ///
+    /// - Parameters:
+    ///   - environment: the process environment by default.
+    ///   - dataDirectory: `$HAPI_HOME`, else `~/.hapi`, by default.
+    ///   - persistSettings: write first-sight environment values into settings.json.
+    ///   - logger: one record per push; silent by default.
+    public static func start(
+        environment: [String: String] = NativePush.processEnvironment, dataDirectory: String? = nil,
+        persistSettings: Bool = true, logger: any PushLogger = SilentPushLogger()
+    ) throws -> NativePush {
+        guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
+            throw NativePushError(message: "no data directory: set HAPI_HOME or HOME, or pass dataDirectory")
+        }
+        let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: persistSettings)
+        let store = try SQLiteDeviceStore(directory: directory)
+        return try NativePush(configuration: configuration, store: store, logger: logger)
+    }
+
+    /// This process's environment variables.
+    public static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
+
+    /// Builds from a configuration and any store (a hub with its own database passes its own).
+    public init(
+        configuration: PushConfiguration, store: any DeviceStore, logger: any PushLogger = SilentPushLogger(),
+        retryPolicy: RetryPolicy = .none, requestTimeout: Duration = .seconds(10)
+    ) throws {
+        let client = try HTTPClient(
+            configuration: .init(
+                requestTimeout: requestTimeout, additionalTrustedCAFile: configuration.caFile, maximumConnectionsPerHost: 4,
+                maximumConcurrentStreamsPerConnection: 1000))
+        self.client = client
+        self.configuration = configuration
+        self.registry = DeviceRegistry(store: store)
+        let relay = RelayTransport(baseURL: configuration.relayURL, client: client, retryPolicy: retryPolicy, logger: logger)
+        let ios: PushDispatcher.IOSChannel
+        switch configuration.ios.transport {
+        case .relay: ios = .encrypted(relay)
+        case .apns(let credentials, _):
+            ios = .encrypted(
+                APNsTransport(endpoint: configuration.apnsEndpoint, credentials: credentials, client: client, retryPolicy: retryPolicy, logger: logger))
+        case .off: ios = .off(reason: configuration.ios.reason)
+        }
+        let android: PushDispatcher.AndroidChannel
+        switch configuration.android.transport {
+        case .relay: android = .encrypted(relay)
+        case .fcm(let account):
+            android = .plaintext(
+                FCMTransport(endpoint: configuration.fcmEndpoint, account: account, client: client, retryPolicy: retryPolicy, logger: logger))
+        case .off: android = .off(reason: configuration.android.reason)
+        }
+        self.dispatcher = PushDispatcher(store: store, ios: ios, android: android)
+    }
+
+    /// `POST /api/devices/register`: the answer to send back.
+    public func register(namespace: String, body: [UInt8]) async -> DeviceRegistry.Answer {
+        await registry.handleRegister(namespace: namespace, body: body)
+    }
+
+    /// `DELETE /api/devices/register`: the answer to send back.
+    public func unregister(namespace: String, body: [UInt8]) async -> DeviceRegistry.Answer {
+        await registry.handleUnregister(namespace: namespace, body: body)
+    }
+
+    /// Sends `payload` to every native device of `namespace`. Suppress Web Push for this event
+    /// when `report.suppressWebPush` is true.
+    public func dispatch(_ payload: NotificationPayload, namespace: String) async throws -> DispatchReport {
+        try await dispatcher.dispatch(payload, namespace: namespace)
+    }
+
+    /// Closes connections; in-flight sends fail as `shutdown`.
+    public func shutdown() async {
+        await client.shutdown()
+    }
+}
+
+/// Why `NativePush.start` could not begin.
+public struct NativePushError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

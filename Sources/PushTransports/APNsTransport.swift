@@ -1,0 +1,139 @@
+import PushEnvelope
+
+/// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
+/// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
+/// long-lived multiplexed connection to the endpoint and one provider token.
+public struct APNsTransport: PushTransport {
+    public var name: String { "apns" }
+    public let endpoint: String
+    public let bundleId: String
+    public let providerToken: APNsProviderToken
+    let call: ProviderCall
+    let logger: any PushLogger
+    let concurrency: Int
+
+    public init(
+        endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
+        retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
+    ) {
+        var url = endpoint
+        while url.hasSuffix("/") { url.removeLast() }
+        self.endpoint = url
+        self.bundleId = credentials.bundleId
+        self.providerToken = providerToken ?? APNsProviderToken(credentials: credentials)
+        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.logger = logger
+        self.concurrency = concurrency
+    }
+
+    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+        // One token for the whole batch; minting failures fail the batch once.
+        let token: String
+        do {
+            token = try await providerToken.token()
+        } catch {
+            return deliveries.map { delivery in
+                let result = PushResult.refused("provider_token: \(error.message)")
+                logger.log(delivery, transport: name, result)
+                return result
+            }
+        }
+        return await boundedConcurrentMap(deliveries, limit: concurrency) { delivery in
+            let result = await send(delivery, token: token)
+            logger.log(delivery, transport: name, result)
+            return result
+        }
+    }
+
+    func send(_ delivery: PushDelivery, token: String) async -> PushResult {
+        guard case .envelope(let envelope) = delivery.content else { return .refused("apns_requires_envelope") }
+        guard delivery.target == .ios else { return .refused("apns_requires_ios_token") }
+        // Hex only: anything else would change the request path.
+        guard !delivery.token.isEmpty, delivery.token.utf8.allSatisfy({ Self.isHex($0) }) else { return .refused("BadDeviceToken_format") }
+        var result = await call.perform(request(delivery, envelope: envelope, jwt: token), classify: Self.verdict)
+        if result.reason == "ExpiredProviderToken" {
+            // Apple says our token is too old: mint once (single flight across the batch) and
+            // retry this push once.
+            let first = result
+            do {
+                let fresh = try await providerToken.refresh(rejected: token)
+                result = await call.perform(request(delivery, envelope: envelope, jwt: fresh), classify: Self.verdict)
+                result.latency += first.latency
+                result.attempts += first.attempts
+            } catch {
+                result.reason = "ExpiredProviderToken; refresh failed: \(error.message)"
+            }
+        }
+        return result
+    }
+
+    func request(_ delivery: PushDelivery, envelope: String, jwt: String) -> HTTPRequest {
+        let headers: HTTPHeaders = [
+            "authorization": "bearer " + jwt,
+            "apns-topic": bundleId,
+            "apns-push-type": "alert",
+            "apns-priority": String(delivery.priority.rawValue),
+            "apns-expiration": "0",
+            "apns-collapse-id": Self.collapseId(delivery.collapseId),
+            "content-type": "application/json",
+        ]
+        return HTTPRequest(method: .post, url: endpoint + "/3/device/" + delivery.token, headers: headers, body: Self.body(envelope: envelope))
+    }
+
+    /// The exact body: a generic alert the Notification Service Extension replaces after
+    /// decrypting `hapi.e`.
+    static func body(envelope: String) -> [UInt8] {
+        Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":""#.utf8)
+            + JSONValue.string(envelope).canonicalBytes.dropFirst() + Array("}}".utf8)
+    }
+
+    /// At most 64 UTF-8 bytes, cut only between characters.
+    public static func collapseId(_ value: String) -> String {
+        guard value.utf8.count > 64 else { return value }
+        var result = ""
+        var bytes = 0
+        for character in value {
+            let size = character.utf8.count
+            if bytes + size > 64 { break }
+            result.append(character)
+            bytes += size
+        }
+        return result
+    }
+
+    static func verdict(_ response: HTTPResponse) -> ProviderCall.Verdict {
+        let object = ProviderCall.jsonObject(response.body)
+        var verdict = ProviderCall.Verdict(classification: classify(status: response.status, body: response.body))
+        if (200...299).contains(response.status) { verdict.apnsId = response.headers.first(name: "apns-id") }
+        if verdict.classification.outcome == .invalid, case .integer(let timestamp)? = object?["timestamp"] {
+            verdict.invalidSince = timestamp
+        }
+        return verdict
+    }
+
+    /// 2xx → sent. 410 `Unregistered` (or `ExpiredToken`) and 400 `BadDeviceToken` → invalid;
+    /// a 410 without one of those reasons is not proof of a dead token. Everything else → failed with Apple's reason; 429 `TooManyRequests`, 500 and
+    /// 503 may be retried by a policy, `TooManyProviderTokenUpdates` never (we keep the token
+    /// and back off; minting again would make it worse).
+    public static func classify(status: Int, body: [UInt8]) -> Classification {
+        let reason = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.excerpt)
+        switch (status, reason) {
+        case (200...299, _):
+            return Classification(outcome: .sent, reason: nil)
+        case (410, "Unregistered"), (410, "ExpiredToken"):
+            return Classification(outcome: .invalid, reason: reason)
+        case (400, "BadDeviceToken"):
+            return Classification(outcome: .invalid, reason: "BadDeviceToken")
+        case (429, "TooManyProviderTokenUpdates"):
+            return Classification(outcome: .failed, reason: "TooManyProviderTokenUpdates")
+        case (429, _), (500...599, _):
+            return Classification(outcome: .failed, reason: reason ?? "http_\(status)", retryable: true)
+        default:
+            return Classification(outcome: .failed, reason: reason ?? "http_\(status)")
+        }
+    }
+
+    static func isHex(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+    }
+}

@@ -1,0 +1,317 @@
+import CHapiCurl
+import Glibc
+import Synchronization
+
+/// One libcurl multi handle driven by one dedicated thread.
+///
+/// Other threads only ever enqueue commands (`add`, `cancel`) under a `Mutex` and wake the
+/// thread with `curl_multi_wakeup`; the thread owns the multi handle and every easy handle,
+/// loops on `curl_multi_poll`, and resumes callers through their transfers. No Swift
+/// concurrency thread ever waits on the network.
+///
+/// The thread holds the loop strongly until it exits; it exits after `beginShutdown()` (or
+/// `shutdown()`), having failed every queued and running transfer with `.shutdown`, freed every
+/// easy handle and cleaned up the multi handle.
+final class CurlMultiLoop: Sendable {
+    enum Command: Sendable {
+        case add(HTTPTransfer)
+        case cancel(HTTPTransfer)
+    }
+
+    /// What every easy handle of this loop shares.
+    struct Settings: Sendable {
+        var connectTimeout: Duration
+        var maximumResponseBodyBytes: Int
+        var forceHTTP2PriorKnowledge: Bool
+        var trustStore: CurlTrustStore?
+        /// libcurl before 8.0.0 cannot reuse an h2c prior-knowledge connection: the second
+        /// request on it fails with CURLE_HTTP2 (curl issue #10634, fixed by PR #10643).
+        var h2cReuseBroken = false
+    }
+
+    /// Counters read by `HTTPClient.statistics` and by tests.
+    final class Counters: Sendable {
+        /// Easy handles created and not yet cleaned up.
+        let liveEasyHandles = Atomic<Int>(0)
+        /// Requests whose first attempt was handed to libcurl.
+        let requestsSent = Atomic<Int>(0)
+        /// Further attempts after a refused stream.
+        let retriesPerformed = Atomic<Int>(0)
+    }
+
+    private enum Phase: Sendable {
+        case running
+        case shuttingDown
+        case exited
+    }
+
+    private struct Shared: Sendable {
+        var commands: [Command] = []
+        var phase: Phase = .running
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// The `CURLM *`. Off the loop thread it is only passed to `curl_multi_wakeup` (documented
+    /// as callable from any thread), always under `shared`'s lock and only while the phase is
+    /// `.running`: the loop cleans the handle up only after it has seen another phase under
+    /// that same lock, so no wakeup can reach a freed handle.
+    private struct MultiHandle: @unchecked Sendable {
+        let raw: UnsafeMutableRawPointer
+    }
+
+    let settings: Settings
+    let counters = Counters()
+    private let multi: MultiHandle
+    private let shared = Mutex(Shared())
+
+    /// `curl_global_init`, once per process, before the first handle.
+    private static let globalInitResult: Int = Int(hapi_curl_global_init_all().rawValue)
+
+    private init(multi: UnsafeMutableRawPointer, settings: Settings) {
+        self.multi = MultiHandle(raw: multi)
+        self.settings = settings
+    }
+
+    /// Creates the multi handle and starts its thread.
+    static func start(
+        settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int, maximumCachedConnections: Int
+    ) throws(HTTPClientError) -> CurlMultiLoop {
+        guard globalInitResult == Int(CURLE_OK.rawValue) else {
+            throw HTTPClientError(.other, curlCode: globalInitResult, detail: "curl_global_init failed")
+        }
+        guard let info = hapi_curl_version_info(), info.pointee.version_num >= 0x07_55_00 else {
+            throw HTTPClientError(.invalidConfiguration, detail: "libcurl 7.85.0 or later is required")
+        }
+        var settings = settings
+        settings.h2cReuseBroken = info.pointee.version_num < 0x08_00_00
+        guard let multi = curl_multi_init() else {
+            throw HTTPClientError(.other, detail: "curl_multi_init failed (out of memory)")
+        }
+        let options: [(CURLMoption, Int, String)] = [
+            (CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX), "CURLMOPT_PIPELINING"),
+            (CURLMOPT_MAX_HOST_CONNECTIONS, maximumConnectionsPerHost, "CURLMOPT_MAX_HOST_CONNECTIONS"),
+            (CURLMOPT_MAX_CONCURRENT_STREAMS, maximumConcurrentStreams, "CURLMOPT_MAX_CONCURRENT_STREAMS"),
+            (CURLMOPT_MAXCONNECTS, maximumCachedConnections, "CURLMOPT_MAXCONNECTS"),
+        ]
+        for (option, value, name) in options {
+            let rc = hapi_curl_multi_setopt_long(multi, option, value)
+            guard rc == CURLM_OK else {
+                curl_multi_cleanup(multi)
+                throw HTTPClientError(
+                    .invalidConfiguration, curlCode: Int(rc.rawValue),
+                    detail: "\(name): \(String(cString: curl_multi_strerror(rc)))")
+            }
+        }
+
+        let loop = CurlMultiLoop(multi: multi, settings: settings)
+        let context = Unmanaged.passRetained(loop).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(
+            &thread, nil,
+            { context in
+                guard let context else { return nil }
+                let loop = Unmanaged<CurlMultiLoop>.fromOpaque(context).takeRetainedValue()
+                loop.run()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<CurlMultiLoop>.fromOpaque(context).release()
+            curl_multi_cleanup(multi)
+            throw HTTPClientError(.other, detail: "cannot start the HTTP client thread (pthread_create: \(rc))")
+        }
+        pthread_detach(thread)
+        return loop
+    }
+
+    // MARK: - Any thread
+
+    /// Queues a command for the loop thread. False once shutdown has begun.
+    func enqueue(_ command: Command) -> Bool {
+        shared.withLock { shared in
+            guard case .running = shared.phase else { return false }
+            let wasEmpty = shared.commands.isEmpty
+            shared.commands.append(command)
+            // A non-empty queue means a wakeup is already pending.
+            if wasEmpty { _ = curl_multi_wakeup(multi.raw) }
+            return true
+        }
+    }
+
+    /// Starts shutting down without waiting. Idempotent.
+    func beginShutdown() {
+        shared.withLock { shared in
+            guard case .running = shared.phase else { return }
+            shared.phase = .shuttingDown
+            _ = curl_multi_wakeup(multi.raw)
+        }
+    }
+
+    /// Shuts down and waits until the thread has freed everything. Idempotent.
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let exited = shared.withLock { shared in
+                switch shared.phase {
+                case .exited:
+                    return true
+                case .running:
+                    shared.phase = .shuttingDown
+                    _ = curl_multi_wakeup(multi.raw)
+                    shared.exitWaiters.append(continuation)
+                    return false
+                case .shuttingDown:
+                    shared.exitWaiters.append(continuation)
+                    return false
+                }
+            }
+            if exited { continuation.resume() }
+        }
+    }
+
+    // MARK: - Loop thread
+
+    /// The easy handles on the multi handle. Loop thread only.
+    private struct Registry {
+        private var byEasy: [UInt: CurlEasyHandle] = [:]
+        private var byTransfer: [ObjectIdentifier: UInt] = [:]
+
+        mutating func insert(_ handle: CurlEasyHandle) {
+            let key = UInt(bitPattern: handle.raw)
+            byEasy[key] = handle
+            byTransfer[ObjectIdentifier(handle.transfer)] = key
+        }
+
+        mutating func remove(easy: UnsafeMutableRawPointer) -> CurlEasyHandle? {
+            guard let handle = byEasy.removeValue(forKey: UInt(bitPattern: easy)) else { return nil }
+            byTransfer[ObjectIdentifier(handle.transfer)] = nil
+            return handle
+        }
+
+        mutating func remove(transfer: HTTPTransfer) -> CurlEasyHandle? {
+            guard let key = byTransfer.removeValue(forKey: ObjectIdentifier(transfer)) else { return nil }
+            return byEasy.removeValue(forKey: key)
+        }
+
+        mutating func removeAll() -> [CurlEasyHandle] {
+            defer {
+                byEasy = [:]
+                byTransfer = [:]
+            }
+            return Array(byEasy.values)
+        }
+    }
+
+    private func run() {
+        var registry = Registry()
+        var commands: [Command] = []
+        while true {
+            let stopping = shared.withLock { shared in
+                swap(&commands, &shared.commands)
+                if case .running = shared.phase { return false }
+                return true
+            }
+            for command in commands {
+                switch command {
+                case .add(let transfer):
+                    if stopping {
+                        transfer.abort(with: .shutdown)
+                    } else if let attempt = transfer.willAddToMulti() {
+                        launch(transfer, attempt: attempt, into: &registry)
+                    }
+                case .cancel(let transfer):
+                    if let handle = registry.remove(transfer: transfer) {
+                        detach(handle)
+                        transfer.abort(with: .cancelled)
+                    }
+                }
+            }
+            commands.removeAll(keepingCapacity: true)
+            if stopping { break }
+
+            var running: Int32 = 0
+            _ = curl_multi_perform(multi.raw, &running)
+            collectFinished(&registry)
+            let rc = curl_multi_poll(multi.raw, nil, 0, 1000, nil)
+            if rc != CURLM_OK {
+                // Not expected; never spin if polling keeps failing.
+                usleep(10_000)
+            }
+        }
+
+        for handle in registry.removeAll() {
+            detach(handle)
+            handle.transfer.abort(with: .shutdown)
+        }
+        curl_multi_cleanup(multi.raw)
+        let waiters = shared.withLock { shared in
+            shared.phase = .exited
+            defer { shared.exitWaiters = [] }
+            return shared.exitWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Puts an attempt on the multi handle; if that fails, completes the transfer (which may
+    /// ask for another attempt).
+    private func launch(_ transfer: HTTPTransfer, attempt firstAttempt: Int, into registry: inout Registry) {
+        var attempt = firstAttempt
+        while true {
+            let failure: HTTPClientError
+            let remaining = transfer.remainingTime
+            if remaining <= .zero {
+                failure = HTTPClientError(.timeout, detail: "the request's timeout was spent before this attempt")
+            } else {
+                do throws(HTTPClientError) {
+                    let handle = try CurlEasyHandle.make(
+                        for: transfer, attempt: attempt, timeout: remaining, settings: settings, counters: counters)
+                    let rc = curl_multi_add_handle(multi.raw, handle.raw)
+                    if rc == CURLM_OK {
+                        registry.insert(handle)
+                        if attempt == 1 {
+                            counters.requestsSent.add(1, ordering: .relaxed)
+                        } else {
+                            counters.retriesPerformed.add(1, ordering: .relaxed)
+                        }
+                        return
+                    }
+                    handle.release()
+                    failure = HTTPClientError(
+                        .other, curlCode: Int(rc.rawValue),
+                        detail: "curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc)))")
+                } catch {
+                    failure = error
+                }
+            }
+            guard let next = transfer.complete(.failure(failure)) else { return }
+            attempt = next
+        }
+    }
+
+    /// Takes a handle off the multi handle and frees it.
+    private func detach(_ handle: CurlEasyHandle) {
+        _ = curl_multi_remove_handle(multi.raw, handle.raw)
+        handle.release()
+    }
+
+    /// Completes every transfer libcurl has finished; launches the retries they ask for.
+    private func collectFinished(_ registry: inout Registry) {
+        var retries: [(HTTPTransfer, Int)] = []
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi.raw, &remaining) {
+            guard hapi_curl_msg_is_done(message) != 0, let easy = hapi_curl_msg_easy(message) else { continue }
+            let code = hapi_curl_msg_result(message)
+            // The message is invalid once its handle is removed: everything is read above.
+            guard let handle = registry.remove(easy: easy) else {
+                _ = curl_multi_remove_handle(multi.raw, easy)
+                continue
+            }
+            let outcome = handle.outcome(code)
+            detach(handle)
+            if let next = handle.transfer.complete(outcome) {
+                retries.append((handle.transfer, next))
+            }
+        }
+        for (transfer, attempt) in retries {
+            launch(transfer, attempt: attempt, into: &registry)
+        }
+    }
+}

@@ -1,0 +1,120 @@
+public import PushEnvelope
+
+/// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
+/// contract's payload in plaintext (the private direct path), to phones and watches.
+public struct FCMTransport: PushTransport {
+    public var name: String { "fcm" }
+    public let endpoint: String
+    public let projectId: String
+    public let accessTokens: FCMAccessTokenProvider
+    let call: ProviderCall
+    let logger: any PushLogger
+    let concurrency: Int
+
+    public init(
+        endpoint: String = "https://fcm.googleapis.com", account: FCMServiceAccount, client: HTTPClient,
+        accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
+        concurrency: Int = 64
+    ) {
+        var url = endpoint
+        while url.hasSuffix("/") { url.removeLast() }
+        self.endpoint = url
+        self.projectId = account.projectId
+        self.accessTokens = accessTokens ?? FCMAccessTokenProvider(account: account, client: client)
+        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.logger = logger
+        self.concurrency = concurrency
+    }
+
+    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+        guard !deliveries.isEmpty else { return [] }
+        // One exchange for the batch: if Google refuses the service account, every device of
+        // the batch fails with that one reason, and the exchange is not repeated per device.
+        let accessToken: String
+        do {
+            accessToken = try await accessTokens.token()
+        } catch {
+            return deliveries.map { delivery in
+                let result = PushResult(outcome: .failed, reason: "oauth: \(error.message)", status: error.status, attempts: 0)
+                logger.log(delivery, transport: name, result)
+                return result
+            }
+        }
+        return await boundedConcurrentMap(deliveries, limit: concurrency) { delivery in
+            let result = await send(delivery, accessToken: accessToken)
+            if result.status == 401 { await accessTokens.invalidate(accessToken) }
+            logger.log(delivery, transport: name, result)
+            return result
+        }
+    }
+
+    func send(_ delivery: PushDelivery, accessToken: String) async -> PushResult {
+        guard case .plaintext(let payload) = delivery.content else { return .refused("fcm_requires_plaintext") }
+        guard delivery.target != .ios else { return .refused("fcm_requires_android_token") }
+        let request = HTTPRequest(
+            method: .post, url: endpoint + "/v1/projects/" + projectId + "/messages:send",
+            headers: ["authorization": "Bearer " + accessToken, "content-type": "application/json"],
+            body: Self.body(token: delivery.token, payload: payload, target: delivery.target, priority: delivery.priority))
+        return await call.perform(request) { response in
+            ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
+        }
+    }
+
+    /// A data-only message: every value a string, no `notification`, no `collapse_key`.
+    /// Wear adds `direct_boot_ok`, so a watch that rebooted can still show it.
+    public static func body(token: String, payload: NotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
+        var android: [String: JSONValue] = ["priority": priority == .high ? "HIGH" : "NORMAL"]
+        if target == .wear { android["direct_boot_ok"] = true }
+        let message: JSONValue = [
+            "message": .object(["token": .string(token), "data": payload.jsonValue, "android": .object(android)])
+        ]
+        return message.canonicalBytes
+    }
+
+    /// The bytes of `data` as FCM counts them against its 4096-byte limit (keys and values).
+    public static func dataSize(_ payload: NotificationPayload) -> Int {
+        payload.fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+    }
+
+    /// FCM's limit on a data message's payload.
+    public static let maximumDataBytes = 4096
+
+    /// 2xx → sent. Invalid only on explicit token death: 404 `UNREGISTERED`, or 400
+    /// `INVALID_ARGUMENT` about the token (a field violation on `message.token`, or Google's
+    /// "not a valid FCM registration token"). Any other `INVALID_ARGUMENT` is about our message:
+    /// failed. A generic 404 (wrong project), 401/403, 429, 5xx → failed; 429, 500 and 503
+    /// (`UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`) may be retried by a policy.
+    public static func classify(status: Int, body: [UInt8]) -> Classification {
+        let error = ProviderCall.jsonObject(body)?["error"]?.objectValue
+        let googleStatus = error?["status"]?.stringValue
+        let message = error?["message"]?.stringValue ?? ""
+        var fcmErrorCode: String?
+        var tokenFieldViolation = false
+        for detail in error?["details"]?.arrayValue ?? [] {
+            let type = detail["@type"]?.stringValue ?? ""
+            if type.hasSuffix("google.firebase.fcm.v1.FcmError"), let code = detail["errorCode"]?.stringValue {
+                fcmErrorCode = code
+            }
+            if type.hasSuffix("google.rpc.BadRequest") {
+                for violation in detail["fieldViolations"]?.arrayValue ?? [] where violation["field"]?.stringValue == "message.token" {
+                    tokenFieldViolation = true
+                }
+            }
+        }
+        let code = fcmErrorCode ?? googleStatus ?? "http_\(status)"
+        let reason = message.isEmpty ? code : code + ": " + ProviderCall.excerpt(message)
+        switch status {
+        case 200...299:
+            return Classification(outcome: .sent, reason: nil)
+        case 404 where fcmErrorCode == "UNREGISTERED" || googleStatus == "UNREGISTERED":
+            return Classification(outcome: .invalid, reason: "UNREGISTERED")
+        case 400 where (fcmErrorCode == "INVALID_ARGUMENT" || googleStatus == "INVALID_ARGUMENT")
+            && (tokenFieldViolation || message.contains("not a valid FCM registration token")):
+            return Classification(outcome: .invalid, reason: "INVALID_ARGUMENT: invalid registration token")
+        case 429, 500, 503:
+            return Classification(outcome: .failed, reason: reason, retryable: true)
+        default:
+            return Classification(outcome: .failed, reason: reason)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+extension HTTPClient {
+    /// How an `HTTPClient` connects. TLS peer and host-name verification are always on; there
+    /// is deliberately no switch to turn them off.
+    public struct Configuration: Sendable {
+        /// The whole exchange of one request, including waiting for a connection or a free
+        /// stream and the automatic retry of a refused stream. `HTTPRequest.timeout` overrides it.
+        public var requestTimeout: Duration
+        /// Establishing a connection (TCP and TLS).
+        public var connectTimeout: Duration
+        /// Responses whose body grows beyond this fail with `HTTPClientError.responseTooLarge`.
+        /// APNs, FCM and relay answers are a few hundred bytes.
+        public var maximumResponseBodyBytes: Int
+        /// A PEM file of one or more CA certificates trusted *in addition to* the system trust
+        /// store (libcurl's built-in bundle), e.g. the private CA of a self-hosted relay. Read
+        /// once, when the client is created.
+        public var additionalTrustedCAFile: String?
+        /// Speak HTTP/2 without upgrade to `http://` URLs (h2c, prior knowledge). `https://`
+        /// URLs always negotiate HTTP/2 by ALPN, falling back to HTTP/1.1.
+        public var forceHTTP2PriorKnowledge: Bool
+        /// Connections to one host (`CURLMOPT_MAX_HOST_CONNECTIONS`); requests beyond them
+        /// and beyond their streams wait, in order. 0 = unlimited.
+        public var maximumConnectionsPerHost: Int
+        /// Concurrent HTTP/2 streams this client opens on one connection
+        /// (`CURLMOPT_MAX_CONCURRENT_STREAMS`); the server's own limit applies too.
+        public var maximumConcurrentStreamsPerConnection: Int
+        /// Idle connections kept for reuse (`CURLMOPT_MAXCONNECTS`).
+        public var maximumCachedConnections: Int
+
+        public init(
+            requestTimeout: Duration = .seconds(10),
+            connectTimeout: Duration = .seconds(5),
+            maximumResponseBodyBytes: Int = 1 << 20,
+            additionalTrustedCAFile: String? = nil,
+            forceHTTP2PriorKnowledge: Bool = false,
+            maximumConnectionsPerHost: Int = 4,
+            maximumConcurrentStreamsPerConnection: Int = 100,
+            maximumCachedConnections: Int = 16
+        ) {
+            self.requestTimeout = requestTimeout
+            self.connectTimeout = connectTimeout
+            self.maximumResponseBodyBytes = maximumResponseBodyBytes
+            self.additionalTrustedCAFile = additionalTrustedCAFile
+            self.forceHTTP2PriorKnowledge = forceHTTP2PriorKnowledge
+            self.maximumConnectionsPerHost = maximumConnectionsPerHost
+            self.maximumConcurrentStreamsPerConnection = maximumConcurrentStreamsPerConnection
+            self.maximumCachedConnections = maximumCachedConnections
+        }
+
+        /// Rejects values libcurl would misread.
+        func validated() throws(HTTPClientError) -> Configuration {
+            func positive(_ d: Duration, _ name: String) throws(HTTPClientError) {
+                if d <= .zero { throw HTTPClientError(.invalidConfiguration, detail: "\(name) must be positive") }
+            }
+            try positive(requestTimeout, "requestTimeout")
+            try positive(connectTimeout, "connectTimeout")
+            if maximumResponseBodyBytes < 0 {
+                throw HTTPClientError(.invalidConfiguration, detail: "maximumResponseBodyBytes must not be negative")
+            }
+            if maximumConnectionsPerHost < 0 || maximumCachedConnections < 0 {
+                throw HTTPClientError(.invalidConfiguration, detail: "connection limits must not be negative")
+            }
+            if maximumConcurrentStreamsPerConnection < 1 || maximumConcurrentStreamsPerConnection > Int(Int32.max) {
+                throw HTTPClientError(
+                    .invalidConfiguration, detail: "maximumConcurrentStreamsPerConnection must be at least 1")
+            }
+            return self
+        }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded up, clamped to 1...Int32.max: what libcurl's `*_MS`
+    /// options accept.
+    var curlMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        if seconds >= Int64(Int32.max) / 1000 { return Int(Int32.max) }
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 1 }
+        let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int(max(1, min(ms, Int64(Int32.max))))
+    }
+}

@@ -1,0 +1,172 @@
+/// One HTTP request for `HTTPClient.send(_:)`.
+///
+/// Its `description` names the method and the authority only: headers carry JWTs and
+/// OAuth tokens, bodies carry push payloads and APNs paths carry device tokens, so none of
+/// them is ever printed.
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// An HTTP method token (RFC 9110 §9). Checked when the request is sent.
+    public struct Method: Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let get = Method("GET")
+        public static let head = Method("HEAD")
+        public static let post = Method("POST")
+        public static let put = Method("PUT")
+        public static let patch = Method("PATCH")
+        public static let delete = Method("DELETE")
+        public static let options = Method("OPTIONS")
+    }
+
+    public var method: Method
+    /// An absolute `http://` or `https://` URL.
+    public var url: String
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// Overrides `HTTPClient.Configuration.requestTimeout` for this request: the whole
+    /// exchange, including waiting for a connection or a free stream and one automatic retry.
+    public var timeout: Duration?
+
+    public init(
+        method: Method = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+        timeout: Duration? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+
+    public var description: String {
+        "\(method) \(Self.redactedOrigin(of: url)) (\(headers.count) headers, \(body.count)-byte body)"
+    }
+    public var debugDescription: String { description }
+
+    /// `scheme://authority` of `url`, without path, query or userinfo; `<invalid URL>` if it
+    /// has no recognisable scheme.
+    static func redactedOrigin(of url: String) -> String {
+        guard let schemeEnd = url.firstRange(of: "://") else { return "<invalid URL>" }
+        let scheme = url[..<schemeEnd.lowerBound]
+        let rest = url[schemeEnd.upperBound...]
+        var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        return "\(scheme)://\(authority)"
+    }
+}
+
+/// A complete HTTP response. Bodies are bounded by
+/// `HTTPClient.Configuration.maximumResponseBodyBytes`.
+public struct HTTPResponse: Sendable, CustomStringConvertible {
+    /// The protocol version the exchange actually used.
+    public enum Version: Sendable, Hashable, CustomStringConvertible {
+        case http1_0
+        case http1_1
+        case http2
+        case http3
+
+        public var description: String {
+            switch self {
+            case .http1_0: "HTTP/1.0"
+            case .http1_1: "HTTP/1.1"
+            case .http2: "HTTP/2"
+            case .http3: "HTTP/3"
+            }
+        }
+    }
+
+    public var status: Int
+    /// Response header fields in arrival order, names lowercased.
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    public var httpVersion: Version
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], httpVersion: Version) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.httpVersion = httpVersion
+    }
+
+    /// Status, version and sizes; never header values or the body.
+    public var description: String {
+        "\(httpVersion) \(status) (\(headers.count) headers, \(body.count)-byte body)"
+    }
+}
+
+/// An ordered list of header fields. Lookups ignore ASCII case; the names of response headers
+/// are lowercased. `description` prints names only: values carry credentials.
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
+    CustomStringConvertible
+{
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    private var fields: [Field]
+
+    public init() { fields = [] }
+
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    public var count: Int { fields.count }
+    public var isEmpty: Bool { fields.isEmpty }
+
+    /// Appends a field, keeping any earlier field of the same name.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name`, then appends one.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        remove(name: name)
+        add(name: name, value: value)
+    }
+
+    public mutating func remove(name: String) {
+        fields.removeAll { Self.namesEqual($0.name, name) }
+    }
+
+    /// Every value of `name`, in order.
+    public subscript(name: String) -> [String] {
+        fields.compactMap { Self.namesEqual($0.name, name) ? $0.value : nil }
+    }
+
+    /// The first value of `name`.
+    public func first(name: String) -> String? {
+        fields.first { Self.namesEqual($0.name, name) }?.value
+    }
+
+    public func contains(name: String) -> Bool {
+        fields.contains { Self.namesEqual($0.name, name) }
+    }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    public var description: String {
+        "HTTPHeaders(\(fields.map(\.name).joined(separator: ", ")); values redacted)"
+    }
+
+    static func namesEqual(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8
+        let b = b.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { asciiLowercase($0) == asciiLowercase($1) }
+    }
+
+    static func asciiLowercase(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+    }
+}

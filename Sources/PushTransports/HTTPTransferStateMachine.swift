@@ -1,0 +1,167 @@
+/// The life of one `HTTPClient.send(_:)`, as a value: no I/O, no locks and no continuations,
+/// so every transition is testable on its own. `HTTPTransfer` keeps one under its lock and
+/// performs the actions it returns; exactly one action per transfer resumes the caller.
+///
+/// ```
+/// initialized ──start──▶ queued(1) ──willAdd──▶ running(n) ──completed──▶ finished
+///      │                    │                     │  ▲ └─ refused, n < max: retry ─┘
+///    cancel               cancel                cancel
+///      ▼                    ▼                     ▼
+/// cancelledBeforeStart ─start─▶ finished    cancelling ──aborted / completed──▶ finished
+/// ```
+struct HTTPTransferStateMachine: Sendable {
+    enum State: Sendable, Equatable {
+        /// Created; not yet handed to the loop.
+        case initialized
+        /// The task was cancelled before the transfer was handed to the loop.
+        case cancelledBeforeStart
+        /// In the loop's command queue.
+        case queued(attempt: Int)
+        /// An easy handle for this attempt is on the multi handle.
+        case running(attempt: Int)
+        /// The task was cancelled; the loop has been asked to abort the transfer.
+        case cancelling
+        /// The caller has been (or is being) resumed. Every later event is ignored.
+        case finished
+    }
+
+    enum StartAction: Sendable, Equatable {
+        /// Hand the transfer to the loop.
+        case submit
+        /// Resume the caller at once.
+        case fail(HTTPClientError)
+    }
+
+    enum CancelAction: Sendable, Equatable {
+        case none
+        /// Ask the loop to abort the transfer.
+        case abort
+    }
+
+    enum AddAction: Sendable, Equatable {
+        /// Put an easy handle for this attempt on the multi handle.
+        case add(attempt: Int)
+        /// Resume the caller with this error; add nothing.
+        case fail(HTTPClientError)
+        /// Already finished: add nothing, resume nobody.
+        case drop
+    }
+
+    enum CompletionAction: Sendable, Equatable {
+        case succeed
+        case fail(HTTPClientError)
+        /// The request was refused unprocessed: run it again as this attempt.
+        case retry(attempt: Int)
+        /// Already finished: resume nobody.
+        case drop
+    }
+
+    /// One try plus one retry of a refused stream.
+    let maximumAttempts: Int
+    private(set) var state: State = .initialized
+
+    init(maximumAttempts: Int = 2) {
+        self.maximumAttempts = max(1, maximumAttempts)
+    }
+
+    /// `send` hands the transfer to the loop.
+    mutating func start() -> StartAction {
+        switch state {
+        case .initialized:
+            state = .queued(attempt: 1)
+            return .submit
+        case .cancelledBeforeStart:
+            state = .finished
+            return .fail(.cancelled)
+        case .queued, .running, .cancelling, .finished:
+            // start is called once per transfer; a second call must not resume twice.
+            return .fail(HTTPClientError(.other, detail: "transfer started twice"))
+        }
+    }
+
+    /// The loop would not take the transfer: it is shutting down.
+    mutating func submitFailed() -> Bool {
+        switch state {
+        case .queued, .cancelling:
+            state = .finished
+            return true
+        case .initialized, .cancelledBeforeStart, .running, .finished:
+            return false
+        }
+    }
+
+    /// The calling task was cancelled.
+    mutating func cancel() -> CancelAction {
+        switch state {
+        case .initialized:
+            state = .cancelledBeforeStart
+            return .none
+        case .queued, .running:
+            state = .cancelling
+            return .abort
+        case .cancelledBeforeStart, .cancelling, .finished:
+            return .none
+        }
+    }
+
+    /// The loop picked the transfer from its queue.
+    mutating func willAddToMulti() -> AddAction {
+        switch state {
+        case .queued(let attempt):
+            state = .running(attempt: attempt)
+            return .add(attempt: attempt)
+        case .cancelling:
+            state = .finished
+            return .fail(.cancelled)
+        case .initialized, .cancelledBeforeStart, .running, .finished:
+            return .drop
+        }
+    }
+
+    /// libcurl finished an attempt, or setting it up failed.
+    ///
+    /// Cancelled meanwhile: a response still counts (the server answered); a failure becomes
+    /// `.cancelled` because it may be the abort itself, and nothing is retried.
+    mutating func completed(_ outcome: Result<Void, HTTPClientError>) -> CompletionAction {
+        switch state {
+        case .running(let attempt):
+            switch outcome {
+            case .success:
+                state = .finished
+                return .succeed
+            case .failure(let error):
+                if Self.isRetryable(error), attempt < maximumAttempts {
+                    state = .running(attempt: attempt + 1)
+                    return .retry(attempt: attempt + 1)
+                }
+                state = .finished
+                return .fail(error)
+            }
+        case .cancelling:
+            state = .finished
+            switch outcome {
+            case .success: return .succeed
+            case .failure: return .fail(.cancelled)
+            }
+        case .initialized, .cancelledBeforeStart, .queued, .finished:
+            return .drop
+        }
+    }
+
+    /// The loop removed the transfer without a result (cancel processed, or shutdown).
+    /// True if the caller must now be resumed with the error.
+    mutating func aborted() -> Bool {
+        switch state {
+        case .queued, .running, .cancelling:
+            state = .finished
+            return true
+        case .initialized, .cancelledBeforeStart, .finished:
+            return false
+        }
+    }
+
+    /// Only a refusal guarantees the server did not act on the request.
+    static func isRetryable(_ error: HTTPClientError) -> Bool {
+        error == .streamRefused
+    }
+}

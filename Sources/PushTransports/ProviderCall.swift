@@ -1,0 +1,136 @@
+import PushEnvelope
+import Synchronization
+
+/// One provider request with everything around it that all three transports share: the
+/// endpoint backoff, the retry policy, the mapping of network errors, and the latency.
+struct ProviderCall: Sendable {
+    let client: HTTPClient
+    let policy: RetryPolicy
+    let backoff: EndpointBackoff
+
+    /// What a classifier returns: the verdict plus anything worth keeping from the answer.
+    struct Verdict: Sendable {
+        var classification: Classification
+        var apnsId: String? = nil
+        var invalidSince: Int64? = nil
+    }
+
+    /// Sends `request`, classifying each answer with `classify`, retrying per the policy.
+    func perform(_ request: HTTPRequest, classify: @Sendable (HTTPResponse) -> Verdict) async -> PushResult {
+        let clock = ContinuousClock()
+        let start = clock.now
+        if backoff.isBackingOff(now: start) {
+            return PushResult(outcome: .failed, reason: "endpoint_backoff", attempts: 0)
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let verdict: Verdict
+            var status: Int?
+            var retryAfter: Duration?
+            do {
+                let response = try await client.send(request)
+                backoff.recordSuccess()
+                status = response.status
+                retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
+                verdict = classify(response)
+            } catch {
+                if error.isConnectFailure { backoff.recordConnectFailure(now: clock.now) }
+                verdict = Verdict(classification: Self.classify(error))
+            }
+            let elapsed = clock.now - start
+            if verdict.classification.retryable, !Task.isCancelled,
+                let wait = policy.delay(afterAttempt: attempt, elapsed: elapsed, retryAfter: retryAfter)
+            {
+                try? await Task.sleep(for: wait)
+                continue
+            }
+            return PushResult(
+                outcome: verdict.classification.outcome, reason: verdict.classification.reason, status: status,
+                latency: clock.now - start, apnsId: verdict.apnsId, invalidSince: verdict.invalidSince, attempts: attempt)
+        }
+    }
+
+    /// A network failure is never a verdict on the token: always `failed`. Only failures that
+    /// prove the request was not processed are retryable.
+    static func classify(_ error: HTTPClientError) -> Classification {
+        switch error.code {
+        case .dnsFailure: return Classification(outcome: .failed, reason: "dns_failure", retryable: true)
+        case .connectionRefused: return Classification(outcome: .failed, reason: "connection_refused", retryable: true)
+        case .tlsFailure: return Classification(outcome: .failed, reason: "tls_failure", retryable: true)
+        case .streamRefused: return Classification(outcome: .failed, reason: "stream_refused", retryable: true)
+        case .timeout: return Classification(outcome: .failed, reason: "timeout")
+        case .connectionLost: return Classification(outcome: .failed, reason: "connection_lost")
+        case .cancelled: return Classification(outcome: .failed, reason: "cancelled")
+        case .shutdown: return Classification(outcome: .failed, reason: "shutdown")
+        case .responseTooLarge: return Classification(outcome: .failed, reason: "response_too_large")
+        case .invalidRequest: return Classification(outcome: .failed, reason: "invalid_request")
+        case .invalidConfiguration: return Classification(outcome: .failed, reason: "invalid_configuration")
+        case .other: return Classification(outcome: .failed, reason: "network_error")
+        }
+    }
+
+    /// The body as a JSON object, when it is one.
+    static func jsonObject(_ body: [UInt8]) -> [String: JSONValue]? {
+        guard !body.isEmpty, body.count <= 65_536 else { return nil }
+        return (try? JSONParser.parse(body))?.objectValue
+    }
+
+    /// A short, log-safe excerpt of a provider message: one line, at most 200 characters.
+    static func excerpt(_ text: String) -> String {
+        let flattened = text.unicodeScalars.map { $0.value < 0x20 ? " " : String($0) }.joined()
+        return flattened.count > 200 ? String(flattened.prefix(200)) + "…" : flattened
+    }
+}
+
+extension HTTPClientError {
+    /// No connection could be made: the endpoint is down or unreachable.
+    var isConnectFailure: Bool {
+        switch code {
+        case .dnsFailure, .connectionRefused, .tlsFailure: return true
+        default: return false
+        }
+    }
+}
+
+/// Keeps a transport from reconnecting in a storm: after a failed connect, sends fail fast
+/// (`endpoint_backoff`) for a window that doubles from 1 s up to 60 s with each further failed
+/// connect, and resets on the first success. The first send after a window is the probe.
+final class EndpointBackoff: Sendable {
+    private struct State {
+        var consecutiveFailures = 0
+        var retryAt: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
+    let initialWindow: Duration
+    let maximumWindow: Duration
+
+    init(initialWindow: Duration = .seconds(1), maximumWindow: Duration = .seconds(60)) {
+        self.initialWindow = initialWindow
+        self.maximumWindow = maximumWindow
+    }
+
+    func isBackingOff(now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard let retryAt = state.retryAt else { return false }
+            return now < retryAt
+        }
+    }
+
+    func recordConnectFailure(now: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.consecutiveFailures += 1
+            let exponent = min(state.consecutiveFailures - 1, 16)
+            let window = min(initialWindow * (1 << exponent), maximumWindow)
+            state.retryAt = now + window
+        }
+    }
+
+    func recordSuccess() {
+        state.withLock { state in
+            state.consecutiveFailures = 0
+            state.retryAt = nil
+        }
+    }
+}

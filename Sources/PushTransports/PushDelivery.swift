@@ -1,0 +1,47 @@
+public import PushEnvelope
+
+/// One notification for one device, as a transport needs it. The dispatcher builds these:
+/// it has already chosen the transport, sealed the envelope within the size cap (encrypted
+/// paths) or fitted the payload (direct FCM).
+public struct PushDelivery: Sendable {
+    /// The kind of device, as far as the wire format cares.
+    public enum Target: String, Sendable, Hashable {
+        /// An iPhone (APNs token, hex).
+        case ios
+        /// An Android phone (FCM token).
+        case androidPhone = "phone"
+        /// A Wear OS watch (FCM token; direct FCM only).
+        case wear
+    }
+
+    /// What is carried: an envelope for the relay and APNs, the plaintext payload for direct FCM.
+    public enum Content: Sendable {
+        case envelope(String)
+        case plaintext(NotificationPayload)
+    }
+
+    public var target: Target
+    /// The device token. A secret: logs carry `tokenHash`.
+    public var token: String
+    public var content: Content
+    /// `<type>-<sessionId>`: newer notifications of a session and type replace older ones on iOS.
+    public var collapseId: String
+    public var priority: PushPriority
+
+    public init(target: Target, token: String, content: Content, collapseId: String, priority: PushPriority = .high) {
+        self.target = target
+        self.token = token
+        self.content = content
+        self.collapseId = collapseId
+        self.priority = priority
+    }
+
+    /// The first 12 hex digits of the token's SHA-256, for logs.
+    public var tokenHash: String { TokenFingerprint.of(token) }
+}
+
+/// Delivery priority: 10 (deliver now, wakes the device) or 5 (power-friendly).
+public enum PushPriority: Int, Sendable, Hashable {
+    case high = 10
+    case normal = 5
+}

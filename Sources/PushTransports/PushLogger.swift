@@ -1,0 +1,53 @@
+/// Where a transport reports each push, one record per device. The host implements it (to
+/// forward to its own logging); the default is silent. A record carries a token fingerprint,
+/// never the token, envelope, key, JWT or access token.
+public protocol PushLogger: Sendable {
+    func log(_ record: PushLogRecord)
+}
+
+/// One line per push: platform, transport, token fingerprint, outcome, reason, milliseconds.
+public struct PushLogRecord: Sendable, Equatable, CustomStringConvertible {
+    public var platform: String
+    public var transport: String
+    /// First 12 hex digits of the token's SHA-256.
+    public var tokenHash: String
+    public var outcome: DeliveryOutcome
+    public var reason: String?
+    public var status: Int?
+    public var milliseconds: Int
+
+    public init(
+        platform: String, transport: String, tokenHash: String, outcome: DeliveryOutcome, reason: String?, status: Int?, milliseconds: Int
+    ) {
+        self.platform = platform
+        self.transport = transport
+        self.tokenHash = tokenHash
+        self.outcome = outcome
+        self.reason = reason
+        self.status = status
+        self.milliseconds = milliseconds
+    }
+
+    public var description: String {
+        var line = "push platform=\(platform) transport=\(transport) token=\(tokenHash) outcome=\(outcome.rawValue)"
+        if let status { line += " status=\(status)" }
+        if let reason { line += " reason=\(reason)" }
+        return line + " ms=\(milliseconds)"
+    }
+}
+
+/// The default logger: drops everything.
+public struct SilentPushLogger: PushLogger {
+    public init() {}
+    public func log(_ record: PushLogRecord) {}
+}
+
+extension PushLogger {
+    func log(_ delivery: PushDelivery, transport: String, _ result: PushResult) {
+        let milliseconds = Int(result.latency.components.seconds * 1000 + result.latency.components.attoseconds / 1_000_000_000_000_000)
+        log(
+            PushLogRecord(
+                platform: delivery.target.rawValue, transport: transport, tokenHash: delivery.tokenHash, outcome: result.outcome,
+                reason: result.reason, status: result.status, milliseconds: milliseconds))
+    }
+}

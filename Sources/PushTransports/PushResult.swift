@@ -1,0 +1,64 @@
+/// What one send came to. Misreading a blip as `invalid` would unregister a live phone, so
+/// `invalid` is reserved for answers that say the token is dead, and everything else is
+/// `failed`.
+public enum DeliveryOutcome: String, Sendable, Hashable {
+    /// Accepted by the provider (not a handset receipt).
+    case sent
+    /// The provider says the token is dead: the dispatcher prunes it.
+    case invalid
+    /// Anything transient or ours: the registration is kept.
+    case failed
+}
+
+/// The per-device answer of a transport.
+public struct PushResult: Sendable, Equatable {
+    public var outcome: DeliveryOutcome
+    /// Why: the provider's reason or code (`BadDeviceToken`, `UNREGISTERED`, `rate_limited`),
+    /// a network error (`timeout`), or ours (`too_large`). Nil when sent with nothing to say.
+    public var reason: String?
+    /// The HTTP status of the last answer, nil when none arrived.
+    public var status: Int?
+    /// Wall time from first byte sent to classification, retries included.
+    public var latency: Duration
+    /// APNs' `apns-id` of an accepted push.
+    public var apnsId: String?
+    /// For APNs 410: when Apple says the token stopped being valid (ms since 1970). A
+    /// registration refreshed after that moment is not pruned.
+    public var invalidSince: Int64?
+    /// How many HTTP attempts were made (1 without retries).
+    public var attempts: Int
+
+    public init(
+        outcome: DeliveryOutcome, reason: String? = nil, status: Int? = nil, latency: Duration = .zero, apnsId: String? = nil,
+        invalidSince: Int64? = nil, attempts: Int = 1
+    ) {
+        self.outcome = outcome
+        self.reason = reason
+        self.status = status
+        self.latency = latency
+        self.apnsId = apnsId
+        self.invalidSince = invalidSince
+        self.attempts = attempts
+    }
+
+    /// Failed before any request was made (e.g. `too_large`, a credential problem).
+    static func refused(_ reason: String) -> PushResult {
+        PushResult(outcome: .failed, reason: reason, attempts: 0)
+    }
+}
+
+/// A classified answer before timing is attached: the pure part, shared by the transports,
+/// their tests and the fuzz targets.
+public struct Classification: Sendable, Equatable {
+    public var outcome: DeliveryOutcome
+    public var reason: String?
+    /// Whether a retry policy may try again (429, 5xx, UNAVAILABLE): never for a dead token
+    /// or a malformed request.
+    public var retryable: Bool
+
+    public init(outcome: DeliveryOutcome, reason: String?, retryable: Bool = false) {
+        self.outcome = outcome
+        self.reason = reason
+        self.retryable = retryable
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import PushNative
+
+/// `hapi-push send`: one dispatch with the configured transports, as the hub would do it.
+enum SendCommand {
+    static let usage = """
+        Usage: hapi-push [--data-dir DIR] send --namespace NS --type T --session-id ID [--session-name N] [--url U]
+                         [--request-id R] --title T --body B [--severity S] [--notify-summary JSON] [--json]
+
+        Sends one notification to every registered device of NS over the transports configured by the
+        environment and DIR/settings.json (see 'hapi-push config'), prunes tokens the provider declared
+        dead, and prints one line per device and the Web Push decision. --url defaults to /sessions/<ID>.
+        --json prints {"suppressWebPush":…,"totals":{…},"deliveries":[{platform,deviceId,tokenHash,transport,
+        outcome,reason,status,latencyMs,pruned,payload}]}; outcome is sent|invalid|failed|skipped and payload
+        full|without_summary|minimal (null when nothing was sent).
+        Exit 0 when the dispatch ran, whatever the outcomes; 1 when the registry or settings are unusable;
+        2 for bad options.
+        """
+
+    static func run(_ arguments: [String], dataDirectory: String?) async throws -> Int32 {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(usage)
+            return ExitCode.success.rawValue
+        }
+        let args = try ParsedArguments(
+            arguments,
+            valueFlags: ["namespace", "type", "session-id", "session-name", "url", "request-id", "title", "body", "severity", "notify-summary"],
+            switchFlags: ["json"])
+        try args.rejectPositionals()
+        let namespace = try args.required("namespace")
+        let type = try args.required("type")
+        let sessionId = try args.required("session-id")
+        for (name, value) in [("namespace", namespace), ("type", type), ("session-id", sessionId)] where value.isEmpty {
+            throw UsageError("--\(name) must not be empty")
+        }
+        var summary: String?
+        if let text = args.value("notify-summary") {
+            do {
+                summary = try JSONParser.parse(text).canonicalString
+            } catch {
+                throw UsageError("--notify-summary must be JSON: \(error.description)")
+            }
+        }
+        let payload = NotificationPayload(
+            type: NotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"),
+            url: args.value("url") ?? "/sessions/\(sessionId)", requestId: args.value("request-id"), title: try args.required("title"),
+            body: try args.required("body"), severity: args.value("severity").map(Severity.init(rawValue:)), notifySummary: summary)
+
+        let push: NativePush
+        do {
+            push = try NativePush.start(dataDirectory: dataDirectory)
+        } catch let error as SettingsFileError {
+            throw CommandFailure(error.message)
+        } catch let error as DeviceStoreError {
+            throw CommandFailure(error.message)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        let report: DispatchReport
+        do {
+            report = try await push.dispatch(payload, namespace: namespace)
+        } catch {
+            await push.shutdown()
+            throw CommandFailure("cannot read the device registry: \(error)")
+        }
+        await push.shutdown()
+        if args.has("json") {
+            print(report.jsonValue.canonicalString)
+        } else {
+            print(render(report, configuration: push.configuration))
+        }
+        return ExitCode.success.rawValue
+    }
+
+    /// One line per device, then the decision.
+    static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil) -> String {
+        var lines: [String] = []
+        if let configuration {
+            lines.append("transports: ios=\(configuration.ios.transport.name) android=\(configuration.android.transport.name)")
+        }
+        if report.deliveries.isEmpty { lines.append("no native devices registered in this namespace") }
+        for delivery in report.deliveries {
+            var line = "  " + pad(delivery.platform.rawValue, 6) + pad(delivery.deviceId, 14) + " token " + delivery.tokenHash + "  "
+                + pad(delivery.transport, 6) + pad(delivery.outcome.rawValue, 8)
+            if let status = delivery.status { line += " HTTP \(status)" }
+            if let reason = delivery.reason { line += " (\(reason))" }
+            if let payload = delivery.payload, payload != .full { line += " payload=\(payload.rawValue)" }
+            if delivery.pruned { line += " → pruned" }
+            if delivery.outcome != .skipped { line += " \(delivery.latencyMilliseconds) ms" }
+            lines.append(line)
+        }
+        lines.append(
+            "sent \(report.count(.sent)), invalid \(report.count(.invalid)), failed \(report.count(.failed)), skipped \(report.count(.skipped)); "
+                + (report.suppressWebPush ? "Web Push suppressed (a native device got it)" : "Web Push fires (no native device got it)"))
+        return lines.joined(separator: "\n")
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+}
