@@ -1,4 +1,5 @@
 # hapi-push-native: every target first installs the Debian -dev packages it needs.
+# Tests run serially: several count this process's file descriptors and connections.
 SHELL := /bin/bash
 SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
@@ -16,7 +17,7 @@ build: deps
 
 test: deps
 	$(SWIFT) build --build-tests $(STRICT)
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --no-parallel
 
 demo: deps
 	@$(SWIFT) build -q --product hapi-push

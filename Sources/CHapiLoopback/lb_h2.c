@@ -229,7 +229,15 @@ nghttp2_session_callbacks *hapi_lb_h2_callbacks_new(void) {
 
 int hapi_lb_h2_start(hapi_lb_conn *c) {
     c->proto = HAPI_LB_PROTO_H2;
-    if (nghttp2_session_server_new(&c->h2, c->server->h2_callbacks, c) != 0) return 0;
+    /* libcurl 7.88 resets every stream whose response has no content-length; nghttp2's
+     * rapid-reset guard would then GOAWAY a busy test connection after ~1,000 requests. The
+     * loopback server is a test peer, not an internet-facing one: lift the limit. */
+    nghttp2_option *option = NULL;
+    if (nghttp2_option_new(&option) != 0) return 0;
+    nghttp2_option_set_stream_reset_rate_limit(option, UINT64_MAX / 2, UINT64_MAX / 2);
+    int rv = nghttp2_session_server_new2(&c->h2, c->server->h2_callbacks, c, option);
+    nghttp2_option_del(option);
+    if (rv != 0) return 0;
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->server->config.max_concurrent_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20},

@@ -83,7 +83,7 @@ public final class LoopbackServer: Sendable {
 
     /// Replaces the handler; requests dispatched from now on use the new one.
     public func setHandler(_ handler: @escaping Handler) {
-        box.handler.withLock { $0 = handler }
+        box.handler.withLock { $0 = HandlerBox.Stored(call: handler) }
     }
 
     /// TCP connections accepted so far.
@@ -123,10 +123,13 @@ public final class LoopbackServer: Sendable {
 
 /// The handler, shared with the C side through an `Unmanaged` context pointer.
 private final class HandlerBox: Sendable {
-    let handler: Mutex<LoopbackServer.Handler>
+    /// The closure sits inside a struct: a bare function value in a `Mutex` is reabstracted on
+    /// every `withLock` access, and the write-back wraps it in one more thunk each request.
+    struct Stored: Sendable { let call: LoopbackServer.Handler }
+    let handler: Mutex<Stored>
 
     init(_ handler: @escaping LoopbackServer.Handler) {
-        self.handler = Mutex(handler)
+        self.handler = Mutex(Stored(call: handler))
     }
 }
 
@@ -163,5 +166,5 @@ private let loopbackTrampoline: hapi_lb_handler = { context, request, response i
     guard let context, let request, let response else { return }
     let box = Unmanaged<HandlerBox>.fromOpaque(context).takeUnretainedValue()
     let handler = box.handler.withLock { $0 }
-    handler(LoopbackServer.Request(request.pointee)).fill(response)
+    handler.call(LoopbackServer.Request(request.pointee)).fill(response)
 }

@@ -154,7 +154,7 @@ public struct SettingsFile: Sendable {
             throw SettingsFileError.unwritable.with("cannot flush \(temporaryPath): \(reason)")
         }
         close(fd)
-        SettingsFile.beforeRenameHook.withLock { $0 }?()
+        SettingsFile.beforeRenameHook.withLock { $0 }.run?()
         guard rename(temporaryPath, path) == 0 else {
             throw SettingsFileError.unwritable.with("cannot replace \(path): \(String(cString: strerror(errno)))")
         }
@@ -166,12 +166,14 @@ public struct SettingsFile: Sendable {
         }
     }
 
-    private static let beforeRenameHook = Mutex<(@Sendable () -> Void)?>(nil)
+    /// A struct around the closure: a bare function value in a `Mutex` is re-thunked on access.
+    private struct Hook: Sendable { var run: (@Sendable () -> Void)? }
+    private static let beforeRenameHook = Mutex(Hook(run: nil))
 
     /// For crash-consistency tests only: runs between the fsync of the temporary file and the
     /// rename, so a test child can kill itself at exactly that point. Nil in production.
     public static func _setBeforeRenameHookForTesting(_ hook: (@Sendable () -> Void)?) {
-        beforeRenameHook.withLock { $0 = hook }
+        beforeRenameHook.withLock { $0 = Hook(run: hook) }
     }
 }
 

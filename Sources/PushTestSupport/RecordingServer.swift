@@ -8,9 +8,11 @@ public final class RecordingServer: Sendable {
     public typealias Responder = @Sendable (LoopbackServer.Request) -> LoopbackServer.Response
 
     private final class State: Sendable {
+        /// Wrapped in a struct so the closure is not re-thunked on every lock access.
+        struct Stored: Sendable { let respond: Responder }
         let requests = Mutex<[LoopbackServer.Request]>([])
-        let responder: Mutex<Responder>
-        init(_ responder: @escaping Responder) { self.responder = Mutex(responder) }
+        let responder: Mutex<Stored>
+        init(_ responder: @escaping Responder) { self.responder = Mutex(Stored(respond: responder)) }
     }
 
     public let server: LoopbackServer
@@ -25,7 +27,7 @@ public final class RecordingServer: Sendable {
         self.server = try LoopbackServer(transport: transport, maxConcurrentStreams: maxConcurrentStreams) { request in
             state.requests.withLock { $0.append(request) }
             let responder = state.responder.withLock { $0 }
-            return responder(request)
+            return responder.respond(request)
         }
     }
 
@@ -39,7 +41,7 @@ public final class RecordingServer: Sendable {
 
     /// Replaces how the server answers from now on.
     public func respond(_ responder: @escaping Responder) {
-        state.responder.withLock { $0 = responder }
+        state.responder.withLock { $0 = State.Stored(respond: responder) }
     }
 
     public func stop() { server.stop() }
