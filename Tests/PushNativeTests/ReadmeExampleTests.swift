@@ -1,0 +1,30 @@
+import Foundation
+import PushNative
+import Testing
+
+// The README's embedding example, verbatim: it must compile here, and the test below checks
+// that the README still shows exactly this code.
+// README-EXAMPLE-BEGIN
+func handleAgentReady(body: [UInt8]) async throws {
+    let push = try NativePush.start()  // HAPI_*/APNS_*/FCM_* env > ~/.hapi/settings.json > defaults
+    let answer = await push.register(namespace: "default", body: body)  // POST /api/devices/register
+    print(answer.status, answer.body)  // 200 {"ok":true}, or 400 naming every bad field
+    let session = NotificationComposer.Session(id: "s1", agent: "Claude", project: "hapi")
+    let report = try await push.dispatch(NotificationComposer.ready(session), namespace: "default")
+    if !report.suppressWebPush { /* no native device got it: send the Web Push fallback */ }
+    await push.shutdown()
+}
+// README-EXAMPLE-END
+
+@Suite struct ReadmeExampleTests {
+    @Test func readmeShowsTheCompiledExample() throws {
+        let here = URL(fileURLWithPath: #filePath)
+        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: here, encoding: .utf8)
+        let begin = try #require(source.range(of: "// README-EXAMPLE-BEGIN\n"))
+        let end = try #require(source.range(of: "// README-EXAMPLE-END"))
+        let example = String(source[begin.upperBound..<end.lowerBound])
+        #expect(readme.contains("```swift\nimport PushNative\n\n" + example + "```"))
+    }
+}
