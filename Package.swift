@@ -60,7 +60,8 @@ let package = Package(
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
-            name: "hapi-push-bench", dependencies: ["PushNative", "CHapiOpenSSL", "CHapiSQLite"],
+            name: "hapi-push-bench",
+            dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
         // Child processes for tests that need a second writer or a kill -9 (not a product).

@@ -1,7 +1,9 @@
 import CHapiOpenSSL
 import CHapiSQLite
 import Foundation
+import PushLoopbackServer
 import PushNative
+import PushTestSupport
 
 /// `make bench`: every figure is printed next to a reference measured in the same run, as a
 /// ratio, because absolute numbers on a shared 2-core machine mean little.
@@ -121,9 +123,114 @@ func benchRegistry() async throws {
     print(String(format: "list one namespace of %d devices        %12.3f ms", listed / lists, listElapsed / Double(lists) * 1000))
 }
 
+/// The ceiling: h2load (nghttp2's load generator) POSTing the same body over one TLS
+/// connection with `streams` concurrent streams to the same loopback server.
+func h2loadRate(url: String, body: [UInt8], requests: Int, streams: Int) -> Double? {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-bench-body-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: file) }
+    guard (try? Data(body).write(to: file)) != nil else { return nil }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+    process.arguments = ["-n", "\(requests)", "-c", "1", "-m", "\(streams)", "-d", file.path, "-H", "content-type: application/json", url]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    // "finished in 1.23s, 8123.45 req/s, ..."
+    guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
+        let rateField = line.split(separator: ",").dropFirst().first
+    else { return nil }
+    return Double(rateField.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+}
+
+func benchHTTPClient() async throws {
+    let server = try LoopbackServer { _ in .json(#"{"ok":true}"#) }
+    defer { server.stop() }
+    let body = [UInt8](repeating: UInt8(ascii: "a"), count: 4096)
+    let url = server.baseURL + "/v1/push"
+    print("\n== HTTP/2 client (4 KB POSTs, one TLS connection, 100 concurrent streams, loopback server) ==")
+    let ceiling = h2loadRate(url: url, body: body, requests: 50_000, streams: 100)
+    let client = try HTTPClient(configuration: .init(additionalTrustedCAFile: server.caCertificatePath, maximumConnectionsPerHost: 1, maximumConcurrentStreamsPerConnection: 100))
+    let request = HTTPRequest(method: .post, url: url, headers: ["content-type": "application/json"], body: body)
+    let count = 30_000
+    _ = try await client.send(request)
+    let elapsed = try await secondsAsync {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0
+            while next < 100 { group.addTask { _ = try await client.send(request) }; next += 1 }
+            while try await group.next() != nil, next < count {
+                group.addTask { _ = try await client.send(request) }
+                next += 1
+            }
+            try await group.waitForAll()
+        }
+    }
+    await client.shutdown()
+    let rate = Double(count) / elapsed
+    if let ceiling {
+        print("h2load (reference)                     \(format(ceiling))")
+        print("HTTPClient.send                        \(format(rate))   ratio \(String(format: "%.2f", rate / ceiling))")
+    } else {
+        print("HTTPClient.send                        \(format(rate))   (h2load unavailable: install nghttp2-client)")
+    }
+    print("connections used: \(server.connectionsAccepted - 1) for HTTPClient (h2load: 1)")
+}
+
+func secondsAsync(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// Notifications per second to 1,000 iOS devices (seal + send + classify), over direct APNs
+/// and over the relay, next to h2load POSTing the same request body to the same stand-in.
+func benchDispatch() async throws {
+    let providers = try LoopbackProviders()
+    defer { providers.stop() }
+    print("\n== Dispatch to 1,000 iOS devices (seal + send + classify), loopback stand-ins ==")
+    let key = try PushKey.generate()
+    let store = InMemoryDeviceStore()
+    for i in 0..<1000 {
+        let token = Digest.hex(Digest.sha256(Array("device-\(i)".utf8)))
+        _ = store.upsert(try RegistrationRequest(namespace: "bench", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
+    }
+    let payload = NotificationComposer.permissionRequest(
+        .init(id: "0d5c1a9e-5f7e-4d8b-9a55-3f1f7d2c8b11", agent: "Claude", project: "hapi"), requestId: "toolu_01HXYZ", toolName: "Bash",
+        detail: "swift test --parallel")
+    let envelope = try PushEnvelope.seal(payload.canonicalJSON, key: key)
+    for (mode, server, sample) in [
+        ("apns", providers.apns, Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"\#(envelope)"}}"#.utf8)),
+        ("relay", providers.relay, Array(#"{"platform":"ios","token":"\#(String(repeating: "a", count: 64))","envelope":"\#(envelope)","collapseId":"permission-request-x","priority":10}"#.utf8)),
+    ] {
+        let directory = providers.directory + "/bench-\(mode)"
+        let environment = providers.environment(iosMode: mode, androidMode: "off", dataDirectory: directory)
+        let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
+        let push = try NativePush(configuration: configuration, store: store)
+        _ = try await push.dispatch(payload, namespace: "bench")  // warm: connection and token
+        let rounds = 10
+        var sent = 0
+        let elapsed = try await secondsAsync {
+            for _ in 0..<rounds { sent += try await push.dispatch(payload, namespace: "bench").count(.sent) }
+        }
+        await push.shutdown()
+        let rate = Double(sent) / elapsed
+        let ceiling = h2loadRate(url: server.baseURL + (mode == "apns" ? "/3/device/" + String(repeating: "a", count: 64) : "/v1/push"), body: sample, requests: 20_000, streams: 100)
+        let label = mode == "apns" ? "direct APNs" : "relay      "
+        if let ceiling {
+            print("\(label): \(format(rate)) notifications   h2load \(format(ceiling))   ratio \(String(format: "%.2f", rate / ceiling))")
+        } else {
+            print("\(label): \(format(rate)) notifications")
+        }
+    }
+}
+
 do {
     try benchEnvelope()
     try await benchRegistry()
+    try await benchHTTPClient()
+    try await benchDispatch()
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)
