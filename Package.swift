@@ -83,7 +83,7 @@ let package = Package(
             dependencies: ["PushNative", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "HapiPushCLITests", dependencies: ["hapi-push"],
+            name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "PushLoopbackServer"],
             swiftSettings: strictSettings),
     ]
 )

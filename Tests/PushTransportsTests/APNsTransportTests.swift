@@ -219,3 +219,48 @@ func hex4(_ value: Int) -> String {
     let hex = String(value, radix: 16)
     return String(repeating: "0", count: max(0, 4 - hex.count)) + hex
 }
+
+@Suite struct APNsConnectionTests {
+    @Test func respectsTheStreamLimitTheServerAnnounces() async throws {
+        // APNs allows one stream until a provider token is accepted; the client must queue,
+        // not fail, and stay on one connection.
+        let server = try RecordingServer(maxConcurrentStreams: 1) { _ in .json("").delayed(milliseconds: 5) }
+        let client = try HTTPClient(
+            configuration: .init(additionalTrustedCAFile: server.caFile, maximumConnectionsPerHost: 1, maximumConcurrentStreamsPerConnection: 1000))
+        let keys = try #require(TestKeys.p256())
+        let credentials = try APNsCredentials(pem: Array(keys.privateKeyPEM.utf8), keyId: "K", teamId: "T", bundleId: "b")
+        let transport = APNsTransport(endpoint: server.baseURL, credentials: credentials, client: client)
+        let results = await transport.send((0..<30).map { i in envelopeDelivery(token: String(repeating: "c", count: 60) + hex4(i)) })
+        await client.shutdown()
+        server.stop()
+        #expect(results.allSatisfy { $0.outcome == .sent })
+        #expect(server.server.connectionsAccepted == 1)
+    }
+
+    @Test func aDownEndpointIsNotHammered() async throws {
+        let keys = try #require(TestKeys.p256())
+        let credentials = try APNsCredentials(pem: Array(keys.privateKeyPEM.utf8), keyId: "K", teamId: "T", bundleId: "b")
+        let client = try HTTPClient(configuration: .init(requestTimeout: .seconds(2)))
+        let transport = APNsTransport(endpoint: "https://127.0.0.1:1", credentials: credentials, client: client)
+        let first = await transport.send([envelopeDelivery()])
+        #expect(first.first?.reason == "connection_refused")
+        // Within the backoff window sends fail fast without connecting again.
+        let during = await transport.send((0..<20).map { _ in envelopeDelivery() })
+        #expect(during.allSatisfy { $0.outcome == .failed && $0.reason == "endpoint_backoff" && $0.attempts == 0 })
+        await client.shutdown()
+    }
+
+    @Test func backoffWindowDoublesAndResets() {
+        let backoff = EndpointBackoff(initialWindow: .seconds(1), maximumWindow: .seconds(4))
+        let t0 = ContinuousClock.now
+        backoff.recordConnectFailure(now: t0)
+        #expect(backoff.isBackingOff(now: t0 + .milliseconds(900)))
+        #expect(!backoff.isBackingOff(now: t0 + .milliseconds(1100)))
+        backoff.recordConnectFailure(now: t0)
+        #expect(backoff.isBackingOff(now: t0 + .milliseconds(1900)))
+        for _ in 0..<10 { backoff.recordConnectFailure(now: t0) }
+        #expect(!backoff.isBackingOff(now: t0 + .milliseconds(4100)))
+        backoff.recordSuccess()
+        #expect(!backoff.isBackingOff(now: t0))
+    }
+}
