@@ -16,9 +16,7 @@ public struct APNsTransport: PushTransport {
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
         retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
     ) {
-        var url = endpoint
-        while url.hasSuffix("/") { url.removeLast() }
-        self.endpoint = url
+        self.endpoint = endpoint.droppingTrailingSlashes
         self.bundleId = credentials.bundleId
         self.providerToken = providerToken ?? APNsProviderToken(credentials: credentials)
         self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())

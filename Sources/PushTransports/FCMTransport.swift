@@ -16,9 +16,7 @@ public struct FCMTransport: PushTransport {
         accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64
     ) {
-        var url = endpoint
-        while url.hasSuffix("/") { url.removeLast() }
-        self.endpoint = url
+        self.endpoint = endpoint.droppingTrailingSlashes
         self.projectId = account.projectId
         self.accessTokens = accessTokens ?? FCMAccessTokenProvider(account: account, client: client)
         self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())

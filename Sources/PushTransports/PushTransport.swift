@@ -38,3 +38,12 @@ func boundedConcurrentMap<Element: Sendable, Result: Sendable>(
         return results.compactMap { $0 }
     }
 }
+
+extension String {
+    /// `https://host/` and `https://host//` name the same base as `https://host`.
+    var droppingTrailingSlashes: String {
+        var text = self
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
+    }
+}

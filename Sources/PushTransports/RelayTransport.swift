@@ -20,9 +20,7 @@ public struct RelayTransport: PushTransport {
         baseURL: String, client: HTTPClient, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64
     ) {
-        var url = baseURL
-        while url.hasSuffix("/") { url.removeLast() }
-        self.baseURL = url
+        self.baseURL = baseURL.droppingTrailingSlashes
         self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
         self.logger = logger
         self.concurrency = concurrency

@@ -66,3 +66,14 @@ enum ExitCode: Int32 {
     case failure = 1
     case usage = 2
 }
+
+/// Splits `<subcommand> [options]`. Prints `usage` and returns nil when help was asked for
+/// (the caller exits 0); a missing subcommand is a usage error (exit 2).
+func splitSubcommand(_ arguments: [String], usage: String, command: String) throws(UsageError) -> (String, [String])? {
+    guard let sub = arguments.first else { throw UsageError("\(command) needs a subcommand; run 'hapi-push \(command) --help'") }
+    if sub == "--help" || sub == "-h" || arguments.dropFirst().contains("--help") || arguments.dropFirst().contains("-h") {
+        print(usage)
+        return nil
+    }
+    return (sub, Array(arguments.dropFirst()))
+}

@@ -17,15 +17,7 @@ enum DevicesCommand {
         """
 
     static func run(_ arguments: [String], dataDirectory: String?) async throws -> Int32 {
-        guard let sub = arguments.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
-        }
-        let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
-            print(usage)
-            return ExitCode.success.rawValue
-        }
+        guard let (sub, rest) = try splitSubcommand(arguments, usage: usage, command: "devices") else { return ExitCode.success.rawValue }
         switch sub {
         case "register":
             let args = try ParsedArguments(rest, valueFlags: ["namespace", "platform", "device-id", "token", "push-key"])

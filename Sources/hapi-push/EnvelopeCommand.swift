@@ -16,15 +16,7 @@ enum EnvelopeCommand {
         """
 
     static func run(_ arguments: [String]) throws -> Int32 {
-        guard let sub = arguments.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return arguments.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue
-        }
-        let rest = Array(arguments.dropFirst())
-        if rest.contains("--help") || rest.contains("-h") {
-            print(usage)
-            return ExitCode.success.rawValue
-        }
+        guard let (sub, rest) = try splitSubcommand(arguments, usage: usage, command: "envelope") else { return ExitCode.success.rawValue }
         switch sub {
         case "seal": return try seal(rest)
         case "open": return try open(rest)
