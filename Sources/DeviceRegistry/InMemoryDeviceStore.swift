@@ -1,9 +1,9 @@
-import Synchronization
+import PushSync
 
 /// Registrations in process memory: for hubs that bring their own persistence (wrap this or
 /// implement `DeviceStore`) and for fast tests. Same semantics as the SQLite store.
 public final class InMemoryDeviceStore: DeviceStore {
-    private let rows = Mutex<[DeviceRegistration]>([])
+    private let rows = Locked<[DeviceRegistration]>([])
 
     public init() {}
 

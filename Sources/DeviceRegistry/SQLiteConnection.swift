@@ -1,7 +1,7 @@
 import CHapiSQLite
 
 /// One SQLite connection and its prepared statements. Not thread-safe by itself: it lives
-/// inside the store's `Mutex`, which serializes every use (hence `@unchecked Sendable`).
+/// inside the store's `Locked`, which serializes every use (hence `@unchecked Sendable`).
 /// Frees statements and closes the handle in `deinit`.
 final class SQLiteConnection: @unchecked Sendable {
     let path: String

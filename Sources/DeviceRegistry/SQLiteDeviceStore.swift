@@ -1,7 +1,7 @@
 import CHapiSQLite
 import Glibc
 import PushEnvelope
-import Synchronization
+import PushSync
 
 /// Registrations in one SQLite file: the embedded default.
 ///
@@ -42,7 +42,7 @@ public final class SQLiteDeviceStore: DeviceStore {
     }
 
     public let configuration: Configuration
-    private let connection: Mutex<SQLiteConnection>
+    private let connection: Locked<SQLiteConnection>
     private let sql: Statements
 
     /// Opens (creating when missing) the database and migrates its schema forward. Never
@@ -63,7 +63,7 @@ public final class SQLiteDeviceStore: DeviceStore {
         try connection.execute("PRAGMA synchronous=NORMAL")
         let idIsInteger = try Self.migrate(connection, table: configuration.tableName, path: configuration.path)
         self.sql = Statements(table: configuration.tableName, idIsInteger: idIsInteger)
-        self.connection = Mutex(connection)
+        self.connection = Locked(connection)
     }
 
     /// Opens `<directory>/native-push.sqlite3`.

@@ -1,5 +1,5 @@
 import CHapiLoopback
-import Synchronization
+import PushSync
 
 /// Why a ``LoopbackServer`` could not start.
 public struct LoopbackServerError: Error, Sendable, CustomStringConvertible {
@@ -45,7 +45,7 @@ public final class LoopbackServer: Sendable {
     private var scheme: String { transport == .tls ? "https" : "http" }
 
     private let box: HandlerBox
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Starts listening at once. Throws ``LoopbackServerError`` if the certificates, the socket or
     /// the thread cannot be set up.
@@ -74,7 +74,7 @@ public final class LoopbackServer: Sendable {
         self.box = box
         self.port = Int(hapi_lb_port(started))
         self.caCertificatePath = hapi_lb_ca_path(started).map { String(cString: $0) }
-        self.state = Mutex(State(server: ServerHandle(pointer: started), context: context))
+        self.state = Locked(State(server: ServerHandle(pointer: started), context: context))
     }
 
     deinit {
@@ -123,13 +123,13 @@ public final class LoopbackServer: Sendable {
 
 /// The handler, shared with the C side through an `Unmanaged` context pointer.
 private final class HandlerBox: Sendable {
-    /// The closure sits inside a struct: a bare function value in a `Mutex` is reabstracted on
+    /// The closure sits inside a struct: a bare function value in a generic lock is reabstracted on
     /// every `withLock` access, and the write-back wraps it in one more thunk each request.
     struct Stored: Sendable { let call: LoopbackServer.Handler }
-    let handler: Mutex<Stored>
+    let handler: Locked<Stored>
 
     init(_ handler: @escaping LoopbackServer.Handler) {
-        self.handler = Mutex(Stored(call: handler))
+        self.handler = Locked(Stored(call: handler))
     }
 }
 

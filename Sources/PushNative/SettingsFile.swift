@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import PushEnvelope
-import Synchronization
+import PushSync
 
 /// The hub's `settings.json`: read, and written atomically with first-sight values.
 ///
@@ -20,7 +20,7 @@ public struct SettingsFile: Sendable {
         self.path = path
     }
 
-    private static let inProcess = Mutex<Void>(())
+    private static let inProcess = Locked<Void>(())
 
     /// The file's top-level object; empty when the file does not exist.
     public func read() throws(SettingsFileError) -> [String: JSONValue] {
@@ -166,9 +166,9 @@ public struct SettingsFile: Sendable {
         }
     }
 
-    /// A struct around the closure: a bare function value in a `Mutex` is re-thunked on access.
+    /// A struct around the closure: a bare function value in a generic box is re-thunked on access.
     private struct Hook: Sendable { var run: (@Sendable () -> Void)? }
-    private static let beforeRenameHook = Mutex(Hook(run: nil))
+    private static let beforeRenameHook = Locked(Hook(run: nil))
 
     /// For crash-consistency tests only: runs between the fsync of the temporary file and the
     /// rename, so a test child can kill itself at exactly that point. Nil in production.

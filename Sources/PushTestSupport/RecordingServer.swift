@@ -1,5 +1,5 @@
 public import PushLoopbackServer
-import Synchronization
+import PushSync
 
 /// A loopback HTTP/2 TLS server that records every request and answers through a replaceable
 /// responder: the stand-in for the relay, APNs, FCM and Google's token endpoint in tests and
@@ -10,9 +10,9 @@ public final class RecordingServer: Sendable {
     private final class State: Sendable {
         /// Wrapped in a struct so the closure is not re-thunked on every lock access.
         struct Stored: Sendable { let respond: Responder }
-        let requests = Mutex<[LoopbackServer.Request]>([])
-        let responder: Mutex<Stored>
-        init(_ responder: @escaping Responder) { self.responder = Mutex(Stored(respond: responder)) }
+        let requests = Locked<[LoopbackServer.Request]>([])
+        let responder: Locked<Stored>
+        init(_ responder: @escaping Responder) { self.responder = Locked(Stored(respond: responder)) }
     }
 
     public let server: LoopbackServer

@@ -1,10 +1,11 @@
 import CHapiCurl
 import Glibc
+import PushSync
 import Synchronization
 
 /// One libcurl multi handle driven by one dedicated thread.
 ///
-/// Other threads only ever enqueue commands (`add`, `cancel`) under a `Mutex` and wake the
+/// Other threads only ever enqueue commands (`add`, `cancel`) under a lock and wake the
 /// thread with `curl_multi_wakeup`; the thread owns the multi handle and every easy handle,
 /// loops on `curl_multi_poll`, and resumes callers through their transfers. No Swift
 /// concurrency thread ever waits on the network.
@@ -62,7 +63,7 @@ final class CurlMultiLoop: Sendable {
     let settings: Settings
     let counters = Counters()
     private let multi: MultiHandle
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
 
     /// `curl_global_init`, once per process, before the first handle.
     private static let globalInitResult: Int = Int(hapi_curl_global_init_all().rawValue)

@@ -1,4 +1,4 @@
-import Synchronization
+import PushSync
 
 /// One `send(_:)` shared between the calling task and the loop thread: the request, its
 /// deadline, the caller's continuation and the state machine that decides, under one lock,
@@ -15,7 +15,7 @@ final class HTTPTransfer: Sendable {
     let isHTTPS: Bool
     let deadline: ContinuousClock.Instant
 
-    private struct Locked {
+    private struct Guarded {
         var machine: HTTPTransferStateMachine
         var continuation: Continuation?
 
@@ -25,13 +25,13 @@ final class HTTPTransfer: Sendable {
         }
     }
 
-    private let locked: Mutex<Locked>
+    private let locked: Locked<Guarded>
 
     init(request: HTTPRequest, isHTTPS: Bool, timeout: Duration, maximumAttempts: Int = 2) {
         self.request = request
         self.isHTTPS = isHTTPS
         self.deadline = ContinuousClock.now.advanced(by: timeout)
-        self.locked = Mutex(Locked(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts)))
+        self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts)))
     }
 
     /// What is left of the request's timeout (for a retry); zero or negative when spent.

@@ -1,5 +1,5 @@
 import PushEnvelope
-import Synchronization
+import PushSync
 
 /// One provider request with everything around it that all three transports share: the
 /// endpoint backoff, the retry policy, the mapping of network errors, and the latency.
@@ -102,7 +102,7 @@ final class EndpointBackoff: Sendable {
         var retryAt: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let initialWindow: Duration
     let maximumWindow: Duration
 

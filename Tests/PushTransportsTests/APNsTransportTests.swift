@@ -1,7 +1,7 @@
 import PushEnvelope
 import PushLoopbackServer
 import PushTestSupport
-import Synchronization
+import PushSync
 import Testing
 
 @testable import PushTransports
@@ -108,7 +108,7 @@ struct APNsFixture {
     }
 
     @Test func expiredProviderTokenIsRetriedOnceWithANewToken() async throws {
-        let firstJWT = Mutex<String?>(nil)
+        let firstJWT = Locked<String?>(nil)
         let fixture = try APNsFixture { request in
             let authorization = request.header("authorization") ?? ""
             let isFirst = firstJWT.withLock { first -> Bool in
@@ -164,7 +164,7 @@ struct APNsFixture {
     }
 
     @Test func refreshIsSingleFlightUnderConcurrentRejections() async throws {
-        let rejected = Mutex<String?>(nil)
+        let rejected = Locked<String?>(nil)
         let fixture = try APNsFixture { request in
             let authorization = request.header("authorization") ?? ""
             let stale = rejected.withLock { first -> Bool in

@@ -1,7 +1,7 @@
 import PushEnvelope
 import PushLoopbackServer
 import PushTestSupport
-import Synchronization
+import PushSync
 import Testing
 
 @testable import PushTransports

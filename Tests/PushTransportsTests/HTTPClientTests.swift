@@ -1,6 +1,6 @@
 import Foundation
 import PushLoopbackServer
-import Synchronization
+import PushSync
 import Testing
 
 @testable import PushTransports
@@ -164,7 +164,7 @@ import Testing
     }
 
     @Test func requestsBeyondTheLimitsWaitInOrderAndSucceed() async throws {
-        let order = Mutex<[String]>([])
+        let order = Locked<[String]>([])
         let server = try LoopbackServer(transport: .tls) { request in
             order.withLock { $0.append(request.path) }
             return Self.echo(request).delayed(milliseconds: 10)
@@ -355,7 +355,7 @@ import Testing
     }
 
     @Test func refusedStreamIsRetried() async throws {
-        let count = Mutex(0)
+        let count = Locked(0)
         let server = try LoopbackServer(transport: .tls) { request in
             let n = count.withLock {
                 $0 += 1

@@ -1,7 +1,7 @@
 import PushEnvelope
 import PushLoopbackServer
 import PushTestSupport
-import Synchronization
+import PushSync
 import Testing
 
 @testable import PushTransports
@@ -30,14 +30,14 @@ struct StandIn {
 
 /// Collects log records so tests can assert what a host would see.
 final class CapturingLogger: PushLogger {
-    private let records = Mutex<[PushLogRecord]>([])
+    private let records = Locked<[PushLogRecord]>([])
     func log(_ record: PushLogRecord) { records.withLock { $0.append(record) } }
     var all: [PushLogRecord] { records.withLock { $0 } }
 }
 
 /// A clock tests move by hand.
 final class ManualClock: Sendable {
-    private let time = Mutex<Double>(1_800_000_000)
+    private let time = Locked<Double>(1_800_000_000)
     var now: @Sendable () -> Double { { [self] in time.withLock { $0 } } }
     func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
 }
