@@ -7,7 +7,7 @@ STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev pkg-config
 BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client
 
-.PHONY: deps build test demo bench clean
+.PHONY: deps build test test-sanitize demo bench clean
 
 deps:
 	@scripts/ensure-deps.sh $(BUILD_PACKAGES)
@@ -18,6 +18,14 @@ build: deps
 test: deps
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build --no-parallel
+
+# The suite under ThreadSanitizer, then AddressSanitizer (LeakSanitizer included); each in its
+# own build directory. Any report fails the target.
+test-sanitize: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
+	ASAN_OPTIONS="detect_leaks=0" $(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan --no-parallel
 
 demo: deps
 	@$(SWIFT) build -q --product hapi-push

@@ -20,7 +20,8 @@ public struct SettingsFile: Sendable {
         self.path = path
     }
 
-    private static let inProcess = Locked<Void>(())
+    // Not Locked<Void>: ThreadSanitizer mistakes the zero-size value for the object header.
+    private static let inProcess = Locked<Int>(0)
 
     /// The file's top-level object; empty when the file does not exist.
     public func read() throws(SettingsFileError) -> [String: JSONValue] {
