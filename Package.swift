@@ -66,6 +66,11 @@ let package = Package(
             dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
+        // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
+        .executableTarget(
+            name: "hapi-push-soak", dependencies: ["PushNative", "PushSync", "PushTestSupport", "PushLoopbackServer"],
+            swiftSettings: strictSettings),
+
         // Child processes for tests that need a second writer or a kill -9 (not a product).
         .executableTarget(
             name: "hapi-push-testsupport", dependencies: ["PushNative"],
@@ -83,7 +88,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushNativeTests",
-            dependencies: ["PushNative", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport"],
+            dependencies: ["PushNative", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "PushLoopbackServer"],

@@ -89,7 +89,7 @@ public enum CanonicalJSON {
         guard d.isFinite else { return "null" }
         if d == 0 { return "0" }
         if d == d.rounded(), abs(d) < 1e21 {
-            if abs(d) < 9.2e18, let i = Int64(exactly: d) { return String(i) }
+            if let i = Int64(exactly: d) { return String(i) }
             return fixedNotation(d)
         }
         let magnitude = abs(d)

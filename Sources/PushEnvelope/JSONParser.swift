@@ -237,7 +237,7 @@ public struct JSONParser {
         guard let double = Double(text), double.isFinite else { throw JSONParseError(.invalidNumber, offset: start) }
         // Whole numbers written with a fraction or exponent ("1.0", "1e2") are the same number
         // to JavaScript; keep one representation so equality matches.
-        if double == double.rounded(), abs(double) < 9.2e18, let integer = Int64(exactly: double) {
+        if let integer = Int64(exactly: double) {
             return .integer(integer)
         }
         return .double(double)

@@ -92,9 +92,12 @@ public enum JWTVerifier {
 
     private static func publicKey(_ pem: String) -> OpaquePointer? {
         let bytes = Array(pem.utf8)
-        guard let bio = bytes.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else { return nil }
-        defer { BIO_free(bio) }
-        return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        // BIO_new_mem_buf does not copy: parse while the bytes are pinned.
+        return bytes.withUnsafeBytes { raw in
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        }
     }
 
     private static func derFromJOSE(_ signature: [UInt8]) -> [UInt8]? {

@@ -192,6 +192,15 @@ final class CurlMultiLoop: Sendable {
             return byEasy.removeValue(forKey: key)
         }
 
+        var isEmpty: Bool { byEasy.isEmpty }
+
+        /// Removes and returns the handles whose transfer's deadline has passed.
+        mutating func removeExpired(at now: ContinuousClock.Instant) -> [CurlEasyHandle] {
+            let expired = byEasy.values.filter { $0.transfer.deadline <= now }
+            for handle in expired { _ = remove(easy: handle.raw) }
+            return expired
+        }
+
         mutating func removeAll() -> [CurlEasyHandle] {
             defer {
                 byEasy = [:]
@@ -201,9 +210,16 @@ final class CurlMultiLoop: Sendable {
         }
     }
 
+    /// How long the loop sleeps while transfers are in flight. libcurl's own timers wake it
+    /// sooner; this bounds two cases its timers miss: an answer to libcurl's internal GOAWAY
+    /// retry, and a transfer queued behind a connection still being set up, which
+    /// `CURLOPT_TIMEOUT_MS` does not time.
+    static let busyPollMilliseconds: Int32 = 50
+
     private func run() {
         var registry = Registry()
         var commands: [Command] = []
+        var lastSweep = ContinuousClock.now
         while true {
             let stopping = shared.withLock { shared in
                 swap(&commands, &shared.commands)
@@ -231,7 +247,12 @@ final class CurlMultiLoop: Sendable {
             var running: Int32 = 0
             _ = curl_multi_perform(multi.raw, &running)
             collectFinished(&registry)
-            let rc = curl_multi_poll(multi.raw, nil, 0, 1000, nil)
+            let now = ContinuousClock.now
+            if now - lastSweep >= .milliseconds(Int64(Self.busyPollMilliseconds)) {
+                lastSweep = now
+                expire(&registry, at: now)
+            }
+            let rc = curl_multi_poll(multi.raw, nil, 0, registry.isEmpty ? 1000 : Self.busyPollMilliseconds, nil)
             if rc != CURLM_OK {
                 // Not expected; never spin if polling keeps failing.
                 usleep(10_000)
@@ -284,6 +305,15 @@ final class CurlMultiLoop: Sendable {
             }
             guard let next = transfer.complete(.failure(failure)) else { return }
             attempt = next
+        }
+    }
+
+    /// Fails the transfers whose own deadline passed, whatever libcurl thinks of them: the
+    /// request timeout is the caller's promise, including time spent waiting for a connection.
+    private func expire(_ registry: inout Registry, at now: ContinuousClock.Instant) {
+        for handle in registry.removeExpired(at: now) {
+            detach(handle)
+            _ = handle.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout passed")))
         }
     }
 

@@ -170,3 +170,23 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
     }
 }
+
+// Debuggers and `dump()` walk mirrors, not descriptions: without these they would print the
+// URL path (an APNs device token) and header values (JWTs, OAuth tokens).
+extension HTTPRequest: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, children: ["description": description], displayStyle: .struct)
+    }
+}
+
+extension HTTPHeaders: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, children: ["description": description], displayStyle: .struct)
+    }
+}
+
+extension HTTPHeaders.Field: CustomStringConvertible, CustomReflectable {
+    /// The name only: the value may be a credential.
+    public var description: String { "\(name): <redacted>" }
+    public var customMirror: Mirror { Mirror(self, children: ["name": name], displayStyle: .struct) }
+}

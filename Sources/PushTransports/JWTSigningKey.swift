@@ -20,11 +20,16 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     /// `source` names where it came from, for error messages.
     init(pem: [UInt8], algorithm: Algorithm, source: String) throws(CredentialError) {
         self.algorithm = algorithm
-        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+        // BIO_new_mem_buf does not copy: parse while the bytes are pinned.
+        let parsedKey: OpaquePointer?? = pem.withUnsafeBytes { raw in
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return .none }
+            defer { BIO_free(bio) }
+            return .some(PEM_read_bio_PrivateKey(bio, nil, nil, nil))
+        }
+        guard let readResult = parsedKey else {
             throw CredentialError.malformed.with("\(source): out of memory reading the key")
         }
-        defer { BIO_free(bio) }
-        guard let parsed = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        guard let parsed = readResult else {
             ERR_clear_error()
             throw CredentialError.malformed.with("\(source) does not contain a PEM private key (expected -----BEGIN PRIVATE KEY-----)")
         }

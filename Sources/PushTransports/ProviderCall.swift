@@ -28,6 +28,7 @@ struct ProviderCall: Sendable {
             let verdict: Verdict
             var status: Int?
             var retryAfter: Duration?
+            let attemptStart = clock.now
             do {
                 let response = try await client.send(request)
                 backoff.recordSuccess()
@@ -35,7 +36,7 @@ struct ProviderCall: Sendable {
                 retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
                 verdict = classify(response)
             } catch {
-                if error.isConnectFailure { backoff.recordConnectFailure(now: clock.now) }
+                if error.isConnectFailure { backoff.recordConnectFailure(now: clock.now, attemptStartedAt: attemptStart) }
                 verdict = Verdict(classification: Self.classify(error))
             }
             let elapsed = clock.now - start
@@ -100,6 +101,7 @@ final class EndpointBackoff: Sendable {
     private struct State {
         var consecutiveFailures = 0
         var retryAt: ContinuousClock.Instant?
+        var lastFailureAt: ContinuousClock.Instant?
     }
 
     private let state = Locked(State())
@@ -118,8 +120,15 @@ final class EndpointBackoff: Sendable {
         }
     }
 
-    func recordConnectFailure(now: ContinuousClock.Instant) {
+    /// Records a failed connect. Attempts that started before the last recorded failure belong
+    /// to the same outage (a burst of concurrent pushes): only a later attempt, a probe after
+    /// the window, escalates it.
+    func recordConnectFailure(now: ContinuousClock.Instant, attemptStartedAt: ContinuousClock.Instant? = nil) {
         state.withLock { state in
+            if let last = state.lastFailureAt, let started = attemptStartedAt, started <= last, state.retryAt != nil {
+                return
+            }
+            state.lastFailureAt = now
             state.consecutiveFailures += 1
             let exponent = min(state.consecutiveFailures - 1, 16)
             let window = min(initialWindow * (1 << exponent), maximumWindow)
@@ -131,6 +140,7 @@ final class EndpointBackoff: Sendable {
         state.withLock { state in
             state.consecutiveFailures = 0
             state.retryAt = nil
+            state.lastFailureAt = nil
         }
     }
 }

@@ -3,7 +3,7 @@ public import PushEnvelope
 /// One notification for one device, as a transport needs it. The dispatcher builds these:
 /// it has already chosen the transport, sealed the envelope within the size cap (encrypted
 /// paths) or fitted the payload (direct FCM).
-public struct PushDelivery: Sendable {
+public struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable {
     /// The kind of device, as far as the wire format cares.
     public enum Target: String, Sendable, Hashable {
         /// An iPhone (APNs token, hex).
@@ -38,6 +38,19 @@ public struct PushDelivery: Sendable {
 
     /// The first 12 hex digits of the token's SHA-256, for logs.
     public var tokenHash: String { TokenFingerprint.of(token) }
+
+    /// Shows the token fingerprint and the kind of content, never the token, the envelope or
+    /// the plaintext.
+    public var description: String {
+        let kind: String
+        switch content {
+        case .envelope(let envelope): kind = "envelope(\(envelope.utf8.count) bytes)"
+        case .plaintext(let payload): kind = "plaintext(\(payload.type))"
+        }
+        return "PushDelivery(target: \(target.rawValue), token: \(tokenHash)…, content: \(kind), collapseId: \(collapseId), priority: \(priority.rawValue))"
+    }
+
+    public var customMirror: Mirror { Mirror(self, children: ["description": description], displayStyle: .struct) }
 }
 
 /// Delivery priority: 10 (deliver now, wakes the device) or 5 (power-friendly).

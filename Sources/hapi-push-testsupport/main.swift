@@ -6,11 +6,21 @@ import PushNative
 /// every acknowledged row survived. Not installed, not part of the public CLI.
 ///
 ///   hapi-push-testsupport registry-writer --path FILE --namespace NS --count N --prefix P [--ack]
-///   hapi-push-testsupport settings-writer --dir DIR --key K --value V [--crash-before-rename]
+///   hapi-push-testsupport settings-writer --dir DIR --key K --value V [--count N] [--crash-before-rename]
+///
+/// Both print one line per acknowledged write (`ack <deviceId>`, `added <keys>`) with a single
+/// unbuffered write(2) before the next write starts, so a parent that reads a line knows the
+/// write it names had returned before any later `kill -9`.
 
 func argument(_ name: String, in arguments: [String]) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
     return arguments[index + 1]
+}
+
+/// One whole line on stdout, unbuffered (`print` is block-buffered into a pipe and would be lost
+/// by a `kill -9`).
+func acknowledge(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 func fail(_ message: String) -> Never {
@@ -24,19 +34,19 @@ case "registry-writer":
     guard let path = argument("--path", in: arguments), let namespace = argument("--namespace", in: arguments),
         let countText = argument("--count", in: arguments), let count = Int(countText), let prefix = argument("--prefix", in: arguments)
     else { fail("usage: registry-writer --path FILE --namespace NS --count N --prefix P [--ack]") }
-    let acknowledge = arguments.contains("--ack")
+    let acknowledgeEach = arguments.contains("--ack")
     do {
         let store = try SQLiteDeviceStore(configuration: .init(path: path))
         for index in 0..<count {
             let request = try RegistrationRequest(
                 namespace: namespace, platform: "phone", deviceId: "\(prefix)-\(index)", token: "\(prefix)-token-\(index)", pushKey: nil)
             _ = try store.upsert(request, now: Int64(index))
-            if acknowledge {
+            if acknowledgeEach {
                 // One line per acknowledged registration, written unbuffered before the next one starts.
-                FileHandle.standardOutput.write(Data("ack \(prefix)-\(index)\n".utf8))
+                acknowledge("ack \(prefix)-\(index)")
             }
         }
-        print("ok \(count)")
+        acknowledge("ok \(count)")
     } catch {
         fail("\(error)")
     }
@@ -53,7 +63,7 @@ case "settings-writer":
         for index in 0..<count {
             let name = count == 1 ? key : "\(key)-\(index)"
             let added = try SettingsFile(directory: directory).addMissing([name: value])
-            print("added \(added.joined(separator: ","))")
+            acknowledge("added \(added.joined(separator: ","))")
         }
     } catch {
         fail("\(error)")
