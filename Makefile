@@ -7,7 +7,7 @@ STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev pkg-config
 BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client
 
-.PHONY: deps build test test-sanitize demo bench soak clean
+.PHONY: deps build test test-sanitize demo bench soak fuzz clean
 
 deps:
 	@scripts/ensure-deps.sh $(BUILD_PACKAGES)
@@ -42,6 +42,11 @@ bench:
 soak: deps
 	$(SWIFT) build -q -c release --product hapi-push-soak
 	"$$($(SWIFT) build -c release --show-bin-path)/hapi-push-soak"
+
+# libFuzzer targets (-sanitize=fuzzer,address), not part of `test`: FUZZ_SECONDS per target
+# (default 150), seeds in Tests/Fuzz/corpus; see Tests/Fuzz/README.md.
+fuzz: deps
+	SWIFT="$(SWIFT)" scripts/fuzz.sh
 
 clean:
 	rm -rf .build

@@ -1,0 +1,32 @@
+import FuzzCheck
+import PushTransports
+
+/// The first two bytes are the HTTP status (big-endian), the rest the provider's body. Besides
+/// not crashing, a dead-token verdict (`.invalid`, which prunes a registration) is only ever
+/// given for the answers that prove it, and `.sent` exactly for 2xx.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size >= 2 else { return 0 }
+    let status = Int(data[0]) << 8 | Int(data[1])
+    let body = Array(UnsafeBufferPointer(start: data + 2, count: size - 2))
+
+    check("relay", RelayTransport.classify(status: status, body: body), status: status, invalidOnly: [410: ["unregistered"]])
+    check("APNs", APNsTransport.classify(status: status, body: body), status: status,
+        invalidOnly: [410: ["Unregistered", "ExpiredToken"], 400: ["BadDeviceToken"]])
+    check("FCM", FCMTransport.classify(status: status, body: body), status: status,
+        invalidOnly: [404: ["UNREGISTERED"], 400: ["INVALID_ARGUMENT: invalid registration token"]])
+    return 0
+}
+
+/// `invalidOnly`: the statuses that may prove a dead token, each with the reasons that do.
+func check(_ provider: String, _ result: Classification, status: Int, invalidOnly: [Int: Set<String>]) {
+    switch result.outcome {
+    case .sent:
+        require((200...299).contains(status), "\(provider): sent for status \(status)")
+    case .invalid:
+        require(invalidOnly[status]?.contains(result.reason ?? "") == true, "\(provider): invalid for status \(status): \(result)")
+        require(!result.retryable, "\(provider): a dead token is retryable: \(result)")
+    case .failed:
+        require(!(200...299).contains(status), "\(provider): failed for 2xx status \(status)")
+    }
+}
