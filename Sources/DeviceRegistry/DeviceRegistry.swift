@@ -94,16 +94,17 @@ public struct DeviceRegistry: Sendable {
         return token
     }
 
-    private static func decodeObject(_ body: [UInt8]) throws(RegistrationError) -> [String: JSONValue] {
+    /// The body as a JSON object; members are then looked up byte for byte (`JSONValue[key]`).
+    private static func decodeObject(_ body: [UInt8]) throws(RegistrationError) -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONParser.parse(body)
         } catch {
             throw RegistrationError(fieldErrors: ["_body": ["body must be a JSON object: \(error.description)"]])
         }
-        guard let object = value.objectValue else {
+        guard value.objectValue != nil else {
             throw RegistrationError(fieldErrors: ["_body": ["body must be a JSON object, got \(value.typeName)"]])
         }
-        return object
+        return value
     }
 }

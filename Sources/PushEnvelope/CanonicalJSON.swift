@@ -29,7 +29,8 @@ public enum CanonicalJSON {
         case .bool(let b):
             out.append(contentsOf: (b ? "true" : "false").utf8)
         case .integer(let i):
-            out.append(contentsOf: String(i).utf8)
+            // Beyond 2^53 JavaScript would hold (and print) the nearest double.
+            out.append(contentsOf: (JSONValue.isSafeInteger(i) ? String(i) : javaScriptNumber(Double(i))).utf8)
         case .double(let d):
             out.append(contentsOf: javaScriptNumber(d).utf8)
         case .string(let s):
@@ -89,8 +90,8 @@ public enum CanonicalJSON {
         guard d.isFinite else { return "null" }
         if d == 0 { return "0" }
         if d == d.rounded(), abs(d) < 1e21 {
-            if let i = Int64(exactly: d) { return String(i) }
-            return fixedNotation(d)
+            if let i = Int64(exactly: d), JSONValue.isSafeInteger(i) { return String(i) }
+            return fixedNotation(d)  // shortest digits, then zeros: 2^60 → "1152921504606847000"
         }
         let magnitude = abs(d)
         if magnitude >= 1e-6 && magnitude < 1e21 {

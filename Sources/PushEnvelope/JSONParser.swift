@@ -76,6 +76,12 @@ public struct JSONParser {
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             guard bytes[index] == UInt8(ascii: "\"") else { throw JSONParseError(.expectedKey, offset: index) }
             let key = try parseString()
+            // Swift strings compare canonically equivalent keys ("é" composed and decomposed, "K"
+            // and the Kelvin sign) as equal; JavaScript keeps them apart. Refuse the ambiguity
+            // rather than merge two members into one.
+            if let existing = members.index(forKey: key), !members.keys[existing].utf8.elementsEqual(key.utf8) {
+                throw JSONParseError(.equivalentKeys, offset: index)
+            }
             skipWhitespace()
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             guard bytes[index] == UInt8(ascii: ":") else { throw JSONParseError(.expectedColon, offset: index) }
@@ -233,11 +239,12 @@ public struct JSONParser {
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let integer = Int64(text) { return .integer(integer) }
+        if isInteger, let integer = Int64(text), JSONValue.isSafeInteger(integer) { return .integer(integer) }
         guard let double = Double(text), double.isFinite else { throw JSONParseError(.invalidNumber, offset: start) }
-        // Whole numbers written with a fraction or exponent ("1.0", "1e2") are the same number
-        // to JavaScript; keep one representation so equality matches.
-        if let integer = Int64(exactly: double) {
+        // A whole number written with a fraction or exponent ("1.0", "1e2") is the same number to
+        // JavaScript; keep one representation so equality matches. Beyond 2^53 JavaScript holds
+        // only the nearest double, and so do we.
+        if let integer = Int64(exactly: double), JSONValue.isSafeInteger(integer) {
             return .integer(integer)
         }
         return .double(double)
@@ -261,6 +268,7 @@ public struct JSONParseError: Error, Hashable, CustomStringConvertible {
         case invalidUTF8 = "invalid UTF-8 in string"
         case invalidNumber = "invalid number"
         case tooDeep = "nesting deeper than 256 levels"
+        case equivalentKeys = "two object keys differ only in Unicode normalization"
     }
 
     public let reason: Reason

@@ -46,8 +46,18 @@ extension JSONValue {
         }
     }
 
+    /// The member whose key is exactly `key`, byte for byte, as JavaScript looks it up (Swift's
+    /// `==` would also match a canonically equivalent key such as one with a Kelvin sign).
     public subscript(key: String) -> JSONValue? {
-        objectValue?[key]
+        guard let object = objectValue, let index = object.index(forKey: key),
+            object.keys[index].utf8.elementsEqual(key.utf8)
+        else { return nil }
+        return object.values[index]
+    }
+
+    /// Whether JavaScript holds `value` exactly (|value| ≤ 2^53).
+    public static func isSafeInteger(_ value: Int64) -> Bool {
+        value.magnitude <= 1 << 53
     }
 }
 

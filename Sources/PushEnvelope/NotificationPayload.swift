@@ -65,7 +65,8 @@ public struct NotificationPayload: Sendable, Hashable {
     /// Reads a payload as a device does after decrypting: the five required fields must be
     /// strings, optional fields must be strings when present, unknown keys are ignored.
     public init(jsonObject value: JSONValue) throws(EnvelopeError) {
-        guard let object = value.objectValue else { throw EnvelopeError.malformedPayload }
+        guard value.objectValue != nil else { throw EnvelopeError.malformedPayload }
+        let object = value  // exact, byte-for-byte member lookup
         func required(_ key: String) throws(EnvelopeError) -> String {
             guard let text = object[key]?.stringValue else { throw EnvelopeError.malformedPayload }
             return text

@@ -26,10 +26,11 @@ public struct FCMServiceAccount: Sendable, CustomStringConvertible {
         } catch {
             throw CredentialError.malformed.with("\(source) is not valid JSON (\(error.description)): download the key file again")
         }
-        guard let object = value.objectValue else {
+        guard value.objectValue != nil else {
             throw CredentialError.malformed.with("\(source) must be a JSON object (a Google service-account key file)")
         }
         let required = ["project_id", "client_email", "private_key"]
+        let object = value
         let missing = required.filter { (object[$0]?.stringValue ?? "").isEmpty }
         guard missing.isEmpty else {
             throw CredentialError.missingFields.with("\(source) lacks \(missing.joined(separator: ", ")): use the key file of a service account")

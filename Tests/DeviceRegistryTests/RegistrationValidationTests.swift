@@ -155,3 +155,13 @@ import Testing
         }
     }
 }
+
+@Suite struct RegistrationLookalikeKeyTests {
+    @Test func aKelvinSignKeyIsNotPushKey() async {
+        // The JavaScript hub sees no "pushKey" here, so neither do we.
+        let body = "{\"token\":\"\(iosToken)\",\"platform\":\"ios\",\"deviceId\":\"d\",\"push\u{212A}ey\":\"\(keyA)\"}"
+        let answer = await DeviceRegistry(store: InMemoryDeviceStore()).handleRegister(namespace: "ns", body: Array(body.utf8))
+        #expect(answer.status == 400)
+        #expect(answer.body.contains("requires pushKey"))
+    }
+}

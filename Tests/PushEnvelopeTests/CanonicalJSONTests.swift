@@ -111,3 +111,33 @@ import Testing
         #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
     }
 }
+
+@Suite struct JavaScriptNumberAndKeyTests {
+    @Test func integersBeyond2To53PrintAsJavaScriptDoes() throws {
+        // JSON.stringify(2 ** 60) === "1152921504606847000"
+        #expect(try JSONParser.parse("1152921504606846976").canonicalString == "1152921504606847000")
+        #expect(JSONValue.integer(1 << 60).canonicalString == "1152921504606847000")
+        #expect(JSONValue.double(1152921504606846976).canonicalString == "1152921504606847000")
+        // 2^53 itself is exact.
+        #expect(try JSONParser.parse("9007199254740992").canonicalString == "9007199254740992")
+        #expect(try JSONParser.parse("9007199254740992") == .integer(9_007_199_254_740_992))
+        for text in ["1152921504606846976", "9.21e18", "[92233720368534362e2]", "-9007199254740993"] {
+            let value = try JSONParser.parse(text)
+            #expect(try JSONParser.parse(value.canonicalString) == value, "\(text)")
+        }
+    }
+
+    @Test func membersAreLookedUpByExactBytes() throws {
+        // "K" (U+212A KELVIN SIGN) is canonically equivalent to "K": Swift's == matches it, JavaScript does not.
+        let body = try JSONParser.parse("{\"push\u{212A}ey\":\"x\",\"caf\u{E9}\":1}")
+        #expect(body["pushKey"] == nil)
+        #expect(body["push\u{212A}ey"] == "x")
+        #expect(body["cafe\u{301}"] == nil)
+        #expect(body["caf\u{E9}"] == 1)
+    }
+
+    @Test func equivalentButDifferentKeysAreRefused() {
+        #expect(throws: JSONParseError.self) { try JSONParser.parse("{\"caf\u{E9}\":1,\"cafe\u{301}\":2}") }
+        #expect(throws: Never.self) { try JSONParser.parse("{\"caf\u{E9}\":1,\"caf\u{E9}\":2}") }
+    }
+}
