@@ -226,11 +226,15 @@ func benchDispatch() async throws {
     }
 }
 
+/// `hapi-push-bench [envelope] [registry] [http] [dispatch]`: all sections by default.
+let sections = Set(CommandLine.arguments.dropFirst())
+func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
+
 do {
-    try benchEnvelope()
-    try await benchRegistry()
-    try await benchHTTPClient()
-    try await benchDispatch()
+    if wanted("envelope") { try benchEnvelope() }
+    if wanted("registry") { try await benchRegistry() }
+    if wanted("http") { try await benchHTTPClient() }
+    if wanted("dispatch") { try await benchDispatch() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)
