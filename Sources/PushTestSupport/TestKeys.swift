@@ -5,9 +5,9 @@ public import PushEnvelope
 /// is ever committed.
 public enum TestKeys {
     public struct KeyPair: Sendable {
-        /// PKCS#8 `BEGIN PRIVATE KEY` PEM.
+        /// A PKCS#8 private key, PEM-encoded.
         public let privateKeyPEM: String
-        /// SubjectPublicKeyInfo `BEGIN PUBLIC KEY` PEM.
+        /// The SubjectPublicKeyInfo public key, PEM-encoded.
         public let publicKeyPEM: String
     }
 

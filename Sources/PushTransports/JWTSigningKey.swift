@@ -16,7 +16,7 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     let algorithm: Algorithm
     private let key: OpaquePointer
 
-    /// Parses a PEM private key (PKCS#8 `BEGIN PRIVATE KEY`, or a traditional EC/RSA key).
+    /// Parses a PEM private key (PKCS#8, as in an APNs .p8 file, or a traditional EC/RSA key).
     /// `source` names where it came from, for error messages.
     init(pem: [UInt8], algorithm: Algorithm, source: String) throws(CredentialError) {
         self.algorithm = algorithm
@@ -31,7 +31,7 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
         }
         guard let parsed = readResult else {
             ERR_clear_error()
-            throw CredentialError.malformed.with("\(source) does not contain a PEM private key (expected -----BEGIN PRIVATE KEY-----)")
+            throw CredentialError.malformed.with("\(source) does not contain a PEM private key (expected a PKCS#8 PEM block, as in an APNs .p8 file)")
         }
         switch algorithm {
         case .es256:
