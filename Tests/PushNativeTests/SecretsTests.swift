@@ -406,7 +406,7 @@ struct SecretCLI {
         ["send", "--namespace", namespace, "--type", "ready", "--session-id", "s-secret", "--title", "Claude is ready", "--body", "Ready for input"]
     }
 
-    func start(_ arguments: [String], _ environment: [String: String], output: Pipe) throws -> Process {
+    func start(_ arguments: [String], _ environment: [String: String], output: Pipe, errors: Pipe? = nil) throws -> Process {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -414,7 +414,7 @@ struct SecretCLI {
         merged.merge(environment) { $1 }
         process.environment = merged
         process.standardOutput = output
-        process.standardError = output
+        process.standardError = errors ?? output
         try process.run()
         return process
     }
@@ -422,15 +422,7 @@ struct SecretCLI {
     func run(_ arguments: [String], _ environment: [String: String]) throws -> Result {
         let out = Pipe()
         let err = Pipe()
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment
-        merged.merge(environment) { $1 }
-        process.environment = merged
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
+        let process = try start(arguments, environment, output: out, errors: err)
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
