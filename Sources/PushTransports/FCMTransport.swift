@@ -69,14 +69,6 @@ public struct FCMTransport: PushTransport {
         return message.canonicalBytes
     }
 
-    /// The bytes of `data` as FCM counts them against its 4096-byte limit (keys and values).
-    public static func dataSize(_ payload: NotificationPayload) -> Int {
-        payload.fields.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-    }
-
-    /// FCM's limit on a data message's payload.
-    public static let maximumDataBytes = 4096
-
     /// 2xx → sent. Invalid only on explicit token death: 404 `UNREGISTERED`, or 400
     /// `INVALID_ARGUMENT` about the token (a field violation on `message.token`, or Google's
     /// "not a valid FCM registration token"). Any other `INVALID_ARGUMENT` is about our message:
