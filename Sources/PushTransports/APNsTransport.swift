@@ -1,3 +1,4 @@
+package import PushHTTP
 import PushEnvelope
 
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
@@ -12,7 +13,7 @@ public struct APNsTransport: PushTransport {
     let logger: any PushLogger
     let concurrency: Int
 
-    public init(
+    package init(
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
         retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
     ) {

@@ -7,6 +7,7 @@ import PushTestSupport
 import Synchronization
 import Testing
 
+@testable import PushHTTP
 @testable import PushTransports
 
 // Fault injection through the loopback stand-ins, fault × transport: every fault ends within the

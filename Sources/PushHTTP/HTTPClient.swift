@@ -19,24 +19,24 @@ import Synchronization
 /// Call `shutdown()` when done: it fails what is pending with `.shutdown` and waits until the
 /// thread has freed every handle. A client released without `shutdown()` still shuts down on
 /// its own (without waiting), but resources are then freed at an unspecified later moment.
-public final class HTTPClient: Sendable {
+package final class HTTPClient: Sendable {
     /// What the client has done so far.
-    public struct Statistics: Sendable, Hashable {
+    package struct Statistics: Sendable, Hashable {
         /// Requests whose first attempt was handed to libcurl.
-        public var requestsSent: Int
+        package var requestsSent: Int
         /// Additional attempts after a refused stream (libcurl's own internal retries, which
         /// happen before a refusal surfaces here, are not counted).
-        public var retriesPerformed: Int
+        package var retriesPerformed: Int
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     let loop: CurlMultiLoop
 
     /// Starts the client's thread.
     ///
     /// - Throws: `HTTPClientError.invalidConfiguration` for a non-positive timeout or limit,
     ///   an unreadable or non-PEM `additionalTrustedCAFile`, or a libcurl older than 7.85.
-    public init(configuration: Configuration = Configuration()) throws(HTTPClientError) {
+    package init(configuration: Configuration = Configuration()) throws(HTTPClientError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
         let trustStore: CurlTrustStore? =
@@ -66,7 +66,7 @@ public final class HTTPClient: Sendable {
     /// errors.
     ///
     /// - Throws: `HTTPClientError`; see its static members.
-    public func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
+    package func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
         let isHTTPS = try Self.validate(request)
         let transfer = HTTPTransfer(
             request: request, isHTTPS: isHTTPS, timeout: request.timeout ?? configuration.requestTimeout)
@@ -83,11 +83,11 @@ public final class HTTPClient: Sendable {
 
     /// Fails pending and in-flight requests with `.shutdown`, stops the thread and frees every
     /// libcurl handle; returns once that is done. Idempotent; later `send`s fail with `.shutdown`.
-    public func shutdown() async {
+    package func shutdown() async {
         await loop.shutdown()
     }
 
-    public var statistics: Statistics {
+    package var statistics: Statistics {
         Statistics(
             requestsSent: loop.counters.requestsSent.load(ordering: .relaxed),
             retriesPerformed: loop.counters.retriesPerformed.load(ordering: .relaxed))

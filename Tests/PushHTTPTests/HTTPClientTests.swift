@@ -3,7 +3,7 @@ import PushLoopbackServer
 import PushSync
 import Testing
 
-@testable import PushTransports
+@testable import PushHTTP
 
 // Every test talks to the real loopback server (nghttp2 + OpenSSL) over real sockets, and
 // trusts its throwaway CA through `additionalTrustedCAFile`: verification is never turned off.
