@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(
             name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // epoll and eventfd, behind plain-value helpers.
+        .systemLibrary(name: "CHapiLinux", path: "Sources/CHapiLinux"),
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -45,7 +47,7 @@ let package = Package(
         // The HTTP client every transport sends through: an HTTP/2 engine on nghttp2 + OpenSSL for
         // https origins that speak h2, libcurl for the rest. Nothing of it is public.
         .target(
-            name: "PushHTTP", dependencies: ["PushSync", "CHapiCurl", "CHapiNghttp2", "CHapiOpenSSL"],
+            name: "PushHTTP", dependencies: ["PushSync", "CHapiCurl", "CHapiNghttp2", "CHapiOpenSSL", "CHapiLinux"],
             swiftSettings: strictSettings),
         // The relay, APNs and FCM transports.
         .target(

@@ -23,8 +23,14 @@ extension HTTPClient {
         /// Concurrent HTTP/2 streams this client opens on one connection
         /// (`CURLMOPT_MAX_CONCURRENT_STREAMS`); the server's own limit applies too.
         package var maximumConcurrentStreamsPerConnection: Int
-        /// Idle connections kept for reuse (`CURLMOPT_MAXCONNECTS`).
+        /// Idle connections kept for reuse by libcurl (`CURLMOPT_MAXCONNECTS`).
         package var maximumCachedConnections: Int
+        /// An HTTP/2 connection that has received nothing for this long is sent a PING, so a
+        /// connection that died silently (a NAT that forgot it, a server that hung) is found
+        /// before a push is lost on it.
+        package var pingInterval: Duration
+        /// A PING unanswered for this long closes the connection; the next request opens a new one.
+        package var pingTimeout: Duration
 
         package init(
             requestTimeout: Duration = .seconds(10),
@@ -34,7 +40,9 @@ extension HTTPClient {
             forceHTTP2PriorKnowledge: Bool = false,
             maximumConnectionsPerHost: Int = 4,
             maximumConcurrentStreamsPerConnection: Int = 100,
-            maximumCachedConnections: Int = 16
+            maximumCachedConnections: Int = 16,
+            pingInterval: Duration = .seconds(60),
+            pingTimeout: Duration = .seconds(5)
         ) {
             self.requestTimeout = requestTimeout
             self.connectTimeout = connectTimeout
@@ -44,6 +52,8 @@ extension HTTPClient {
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.maximumConcurrentStreamsPerConnection = maximumConcurrentStreamsPerConnection
             self.maximumCachedConnections = maximumCachedConnections
+            self.pingInterval = pingInterval
+            self.pingTimeout = pingTimeout
         }
 
         /// Rejects values libcurl would misread.
@@ -53,6 +63,8 @@ extension HTTPClient {
             }
             try positive(requestTimeout, "requestTimeout")
             try positive(connectTimeout, "connectTimeout")
+            try positive(pingInterval, "pingInterval")
+            try positive(pingTimeout, "pingTimeout")
             if maximumResponseBodyBytes < 0 {
                 throw HTTPClientError(.invalidConfiguration, detail: "maximumResponseBodyBytes must not be negative")
             }

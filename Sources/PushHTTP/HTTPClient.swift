@@ -1,65 +1,98 @@
-import CHapiCurl
+import PushSync
 import Synchronization
 
-/// The one HTTP client every transport (relay, APNs, FCM) sends through: libcurl's multi
-/// interface on one dedicated thread.
+/// The one HTTP client every transport (relay, APNs, FCM, the OAuth exchange) sends through.
+/// Two engines behind one face, chosen per origin:
 ///
-/// - HTTP/2 over TLS, negotiated by ALPN, with multiplexing: concurrent requests to one
-///   authority share one connection (libcurl waits for the first connection's ALPN result
-///   rather than opening one per request), and connections are reused across calls. Requests
-///   beyond `maximumConnectionsPerHost` × the stream limit wait, in order. `http://` URLs
-///   speak HTTP/1.1, or h2c with `forceHTTP2PriorKnowledge`.
-/// - TLS peer and host-name verification are always on. The system trust store is used, plus
-///   `Configuration.additionalTrustedCAFile` if set.
-/// - Every failure is a typed `HTTPClientError`; a refused stream (HTTP/2 REFUSED_STREAM, or
-///   GOAWAY before the request was processed) is retried once automatically, as libcurl also
-///   does internally.
-/// - Cancelling the calling task aborts the transfer promptly with `.cancelled`.
+/// - `https` origins that negotiate `h2` by ALPN, and `http` origins with
+///   `forceHTTP2PriorKnowledge` (h2c): our HTTP/2 engine on nghttp2's client session over
+///   OpenSSL (`H2EventLoop`), one thread, epoll. Connections per origin honour the server's
+///   SETTINGS_MAX_CONCURRENT_STREAMS and a new one opens only when the open ones are full;
+///   idle connections are probed with PING; GOAWAY and REFUSED_STREAM are retried once.
+/// - `http` origins (HTTP/1.1, e.g. a relay on a private network) and `https` servers that do
+///   not offer `h2`: libcurl's multi interface on a thread of its own (`CurlMultiLoop`).
 ///
-/// Call `shutdown()` when done: it fails what is pending with `.shutdown` and waits until the
-/// thread has freed every handle. A client released without `shutdown()` still shuts down on
-/// its own (without waiting), but resources are then freed at an unspecified later moment.
+/// TLS peer and host-name verification are always on, with the system trust store plus
+/// `Configuration.additionalTrustedCAFile`. Every failure is a typed `HTTPClientError`; a
+/// request's timeout counts from submission (waiting for a connection or a stream included).
+/// Cancelling the calling task aborts its requests promptly with `.cancelled`.
+///
+/// `send(_ requests:)` takes a whole batch: one lock and one wakeup to enter the engine, one
+/// suspension for the caller, results in order.
+///
+/// Call `shutdown()` when done: it fails what is pending with `.shutdown` and waits until both
+/// threads have freed everything. A client released without `shutdown()` still shuts down on
+/// its own (without waiting).
 package final class HTTPClient: Sendable {
     /// What the client has done so far.
     package struct Statistics: Sendable, Hashable {
-        /// Requests whose first attempt was handed to libcurl.
+        /// Requests whose first attempt was handed to an engine.
         package var requestsSent: Int
-        /// Additional attempts after a refused stream (libcurl's own internal retries, which
-        /// happen before a refusal surfaces here, are not counted).
+        /// Additional attempts after a refused stream.
         package var retriesPerformed: Int
+        /// HTTP/2 connections of the nghttp2 engine open now.
+        package var openHTTP2Connections: Int
+    }
+
+    /// One request's result in a batch, and how long it took from submission.
+    package struct Outcome: Sendable {
+        package var result: Result<HTTPResponse, HTTPClientError>
+        package var elapsed: Duration
     }
 
     package let configuration: Configuration
-    let loop: CurlMultiLoop
+    let curl: CurlMultiLoop
+    let h2: H2EventLoop
+    let counters = HTTPCounters()
+    /// Origins whose TLS handshake chose HTTP/1.1: straight to libcurl from now on.
+    private let originsWithoutHTTP2: Locked<Set<HTTPOrigin>>
 
-    /// Starts the client's thread.
+    /// Starts the client's threads.
     ///
     /// - Throws: `HTTPClientError.invalidConfiguration` for a non-positive timeout or limit,
     ///   an unreadable or non-PEM `additionalTrustedCAFile`, or a libcurl older than 7.85.
     package init(configuration: Configuration = Configuration()) throws(HTTPClientError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
-        let trustStore: CurlTrustStore? =
-            if let path = configuration.additionalTrustedCAFile {
-                try CurlTrustStore(additionalCAFile: path)
-            } else {
-                nil
-            }
-        loop = try CurlMultiLoop.start(
+        let extraCA = try configuration.additionalTrustedCAFile.map { path throws(HTTPClientError) in
+            try CurlTrustStore.readAdditionalCAFile(path)
+        }
+        let tls = try TLSClientContext(additionalCAPEM: extraCA)
+        curl = try CurlMultiLoop.start(
             settings: CurlMultiLoop.Settings(
                 connectTimeout: configuration.connectTimeout,
                 maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
                 forceHTTP2PriorKnowledge: configuration.forceHTTP2PriorKnowledge,
-                trustStore: trustStore),
+                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:))),
+            counters: counters,
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreamsPerConnection,
             maximumCachedConnections: configuration.maximumCachedConnections)
+        let learned = Locked(Set<HTTPOrigin>())
+        originsWithoutHTTP2 = learned
+        do {
+            h2 = try H2EventLoop.start(
+                settings: H2EventLoop.Settings(
+                    connectTimeout: configuration.connectTimeout,
+                    maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
+                    maximumConnectionsPerOrigin: max(1, configuration.maximumConnectionsPerHost),
+                    maximumConcurrentStreamsPerConnection: configuration.maximumConcurrentStreamsPerConnection,
+                    pingInterval: configuration.pingInterval,
+                    pingTimeout: configuration.pingTimeout,
+                    tls: tls,
+                    fallback: curl,
+                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
+                counters: counters)
+        } catch {
+            curl.beginShutdown()
+            throw error
+        }
     }
 
     deinit {
-        // Never waits: the thread fails nothing (no send can be in flight once the client is
-        // released, since send holds it) and frees everything as it exits.
-        loop.beginShutdown()
+        // Never waits: no send can be in flight once the client is released (send holds it).
+        h2.beginShutdown()
+        curl.beginShutdown()
     }
 
     /// Sends `request` and returns the complete response. Non-2xx statuses are responses, not
@@ -67,40 +100,81 @@ package final class HTTPClient: Sendable {
     ///
     /// - Throws: `HTTPClientError`; see its static members.
     package func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
-        let isHTTPS = try Self.validate(request)
-        let transfer = HTTPTransfer(
-            request: request, isHTTPS: isHTTPS, timeout: request.timeout ?? configuration.requestTimeout)
-        let loop = self.loop
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: HTTPTransfer.Continuation) in
-                transfer.start(continuation, on: loop)
-            }
-        } onCancel: {
-            transfer.cancel(on: loop)
-        }
-        return try result.get()
+        let outcomes = await send([request])
+        guard let outcome = outcomes.first else { throw HTTPClientError(.other, detail: "no result") }
+        return try outcome.result.get()
     }
 
-    /// Fails pending and in-flight requests with `.shutdown`, stops the thread and frees every
-    /// libcurl handle; returns once that is done. Idempotent; later `send`s fail with `.shutdown`.
+    /// Sends every request at once and returns their outcomes in the same order. Requests to
+    /// the same origin share connections; each has its own timeout, counted from now.
+    package func send(_ requests: [HTTPRequest]) async -> [Outcome] {
+        guard !requests.isEmpty else { return [] }
+        let now = ContinuousClock.now
+        let batch = HTTPBatch(count: requests.count, submittedAt: now)
+        var transfers: [HTTPTransfer] = []
+        transfers.reserveCapacity(requests.count)
+        var refused: [(Int, HTTPClientError)] = []
+        let learned = originsWithoutHTTP2.withLock { $0 }
+        for (index, request) in requests.enumerated() {
+            do throws(HTTPClientError) {
+                let route = try Self.validate(request)
+                let viaH2 = route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge
+                let deadline = now + (request.timeout ?? configuration.requestTimeout)
+                transfers.append(
+                    HTTPTransfer(
+                        request: request, route: route, deadline: deadline, batch: batch, index: index,
+                        engine: viaH2 ? .h2(h2) : .curl(curl)))
+            } catch {
+                refused.append((index, error))
+            }
+        }
+        let h2 = self.h2
+        let curl = self.curl
+        let started = transfers
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: HTTPBatch.Continuation) in
+                batch.setContinuation(continuation)
+                for (index, error) in refused { batch.complete(index, .failure(error)) }
+                var toH2: [HTTPTransfer] = []
+                var toCurl: [HTTPTransfer] = []
+                for transfer in started where transfer.begin() {
+                    if case .h2 = transfer.initialEngine { toH2.append(transfer) } else { toCurl.append(transfer) }
+                }
+                if !toH2.isEmpty, !h2.enqueue(.submit(toH2)) { for transfer in toH2 { transfer.submitFailed() } }
+                if !toCurl.isEmpty, !curl.enqueue(toCurl.count == 1 ? .add(toCurl[0]) : .addAll(toCurl)) {
+                    for transfer in toCurl { transfer.submitFailed() }
+                }
+            }
+        } onCancel: {
+            for transfer in started { transfer.cancel() }
+        }
+    }
+
+    /// Fails pending and in-flight requests with `.shutdown`, stops both threads and frees
+    /// every connection and handle; returns once that is done. Idempotent; later `send`s fail
+    /// with `.shutdown`.
     package func shutdown() async {
-        await loop.shutdown()
+        await h2.shutdown()
+        await curl.shutdown()
     }
 
     package var statistics: Statistics {
         Statistics(
-            requestsSent: loop.counters.requestsSent.load(ordering: .relaxed),
-            retriesPerformed: loop.counters.retriesPerformed.load(ordering: .relaxed))
+            requestsSent: counters.requestsSent.load(ordering: .relaxed),
+            retriesPerformed: counters.retriesPerformed.load(ordering: .relaxed),
+            openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed))
     }
 
-    /// Easy handles created and not yet freed (for leak tests).
-    var liveEasyHandleCount: Int { loop.counters.liveEasyHandles.load(ordering: .relaxed) }
+    /// Requests on the wire now: libcurl easy handles plus HTTP/2 streams (for leak tests).
+    var liveRequestCount: Int {
+        counters.liveEasyHandles.load(ordering: .relaxed) + counters.liveExchanges.load(ordering: .relaxed)
+    }
 
     // MARK: - Validation
 
-    /// Checks what libcurl would misread or what would break the framing; returns whether the
-    /// URL is https.
-    static func validate(_ request: HTTPRequest) throws(HTTPClientError) -> Bool {
+    /// Checks what either engine would misread or what would break the framing; returns the
+    /// parsed route.
+    static func validate(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPRoute {
         guard isToken(request.method.rawValue) else {
             throw HTTPClientError(.invalidRequest, detail: "the method is not an HTTP token")
         }
@@ -113,36 +187,7 @@ package final class HTTPClient: Sendable {
                 throw HTTPClientError(.invalidRequest, detail: "header \(field.name) has a CR, LF or NUL in its value")
             }
         }
-        return try validateURL(request.url)
-    }
-
-    private static func validateURL(_ url: String) throws(HTTPClientError) -> Bool {
-        guard !url.utf8.contains(0) else {
-            throw HTTPClientError(.invalidRequest, detail: "the URL contains a NUL byte")
-        }
-        guard let handle = curl_url() else {
-            throw HTTPClientError(.other, detail: "curl_url failed (out of memory)")
-        }
-        defer { curl_url_cleanup(handle) }
-        let rc = curl_url_set(handle, CURLUPART_URL, url, 0)
-        guard rc == CURLUE_OK else {
-            let reason = curl_url_strerror(rc).map { String(cString: $0) } ?? "malformed"
-            throw HTTPClientError(.invalidRequest, detail: "the URL is not a valid absolute URL (\(reason))")
-        }
-        func part(_ which: CURLUPart) -> String? {
-            var value: UnsafeMutablePointer<CChar>?
-            guard curl_url_get(handle, which, &value, 0) == CURLUE_OK, let value else { return nil }
-            defer { curl_free(value) }
-            return String(cString: value)
-        }
-        let scheme = part(CURLUPART_SCHEME)?.lowercased()
-        guard scheme == "http" || scheme == "https" else {
-            throw HTTPClientError(.invalidRequest, detail: "the URL scheme must be http or https")
-        }
-        guard let host = part(CURLUPART_HOST), !host.isEmpty else {
-            throw HTTPClientError(.invalidRequest, detail: "the URL has no host")
-        }
-        return scheme == "https"
+        return try HTTPRoute.parse(request.url)
     }
 
     /// RFC 9110 `token`: one or more tchar.

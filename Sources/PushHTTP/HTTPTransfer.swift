@@ -1,118 +1,134 @@
 import PushSync
 
-/// One `send(_:)` shared between the calling task and the loop thread: the request, its
-/// deadline, the caller's continuation and the state machine that decides, under one lock,
-/// who resumes the continuation and with what. The continuation is taken out of the lock
-/// before it is resumed, so it is resumed exactly once and never under a lock.
+/// One request of one `send` call, shared between the caller and the engine threads: the
+/// request, its route and deadline, the engine that currently holds it, and the state machine
+/// that decides, under one lock, when its batch slot is filled and with what. Exactly one
+/// action fills the slot; it is filled outside the lock.
 ///
-/// Lock order: a transfer's lock may be held while enqueuing on the loop (that keeps an
-/// `add` ahead of its `cancel` in the queue); the loop never holds its queue lock while
-/// taking a transfer's lock.
+/// Lock order: a transfer's lock may be held while enqueuing on an engine (that keeps an `add`
+/// ahead of its `cancel` in a queue); an engine never holds its queue lock while taking a
+/// transfer's lock.
 final class HTTPTransfer: Sendable {
-    typealias Continuation = CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>
-
     let request: HTTPRequest
-    let isHTTPS: Bool
+    let route: HTTPRoute
     let deadline: ContinuousClock.Instant
+    let batch: HTTPBatch
+    let index: Int
+
+    var isHTTPS: Bool { route.origin.isTLS }
+
+    /// The engine a cancellation must be sent to.
+    enum Engine: Sendable {
+        case curl(CurlMultiLoop)
+        case h2(H2EventLoop)
+    }
 
     private struct Guarded {
         var machine: HTTPTransferStateMachine
-        var continuation: Continuation?
-
-        mutating func takeContinuation() -> Continuation? {
-            defer { continuation = nil }
-            return continuation
-        }
+        var engine: Engine
     }
 
     private let locked: Locked<Guarded>
+    /// The engine chosen by `send` (the HTTP/2 engine may later hand it to libcurl).
+    let initialEngine: Engine
 
-    init(request: HTTPRequest, isHTTPS: Bool, timeout: Duration, maximumAttempts: Int = 2) {
+    init(
+        request: HTTPRequest, route: HTTPRoute, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
+        engine: Engine, maximumAttempts: Int = 2
+    ) {
         self.request = request
-        self.isHTTPS = isHTTPS
-        self.deadline = ContinuousClock.now.advanced(by: timeout)
-        self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts)))
+        self.route = route
+        self.deadline = deadline
+        self.batch = batch
+        self.index = index
+        self.initialEngine = engine
+        self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts), engine: engine))
     }
 
     /// What is left of the request's timeout (for a retry); zero or negative when spent.
     var remainingTime: Duration { ContinuousClock.now.duration(to: deadline) }
 
-    /// Hands the transfer to the loop, or resumes at once if cancelled or shut down.
-    func start(_ continuation: Continuation, on loop: CurlMultiLoop) {
-        let failure: HTTPClientError? = locked.withLock { locked in
-            switch locked.machine.start() {
-            case .fail(let error):
-                return error
-            case .submit:
-                locked.continuation = continuation
-                if loop.enqueue(.add(self)) { return nil }
-                _ = locked.machine.submitFailed()
-                locked.continuation = nil
-                return .shutdown
-            }
+    /// Marks the transfer started. False when it must not be submitted (it was cancelled
+    /// before starting; its slot has been filled).
+    func begin() -> Bool {
+        let action = locked.withLock { $0.machine.start() }
+        switch action {
+        case .submit:
+            return true
+        case .fail(let error):
+            batch.complete(index, .failure(error))
+            return false
         }
-        if let failure { continuation.resume(returning: .failure(failure)) }
     }
 
-    /// The calling task was cancelled: ask the loop to abort the transfer.
-    func cancel(on loop: CurlMultiLoop) {
+    /// The engine would not take the transfer: it is shutting down.
+    func submitFailed() {
+        if locked.withLock({ $0.machine.submitFailed() }) { batch.complete(index, .failure(.shutdown)) }
+    }
+
+    /// The calling task was cancelled: ask the engine holding the transfer to abort it.
+    func cancel() {
         locked.withLock { locked in
-            if locked.machine.cancel() == .abort {
-                // If the loop is shutting down it fails every transfer anyway.
-                _ = loop.enqueue(.cancel(self))
+            guard locked.machine.cancel() == .abort else { return }
+            // If the engine is shutting down it fails every transfer anyway.
+            switch locked.engine {
+            case .curl(let loop): _ = loop.enqueue(.cancel(self))
+            case .h2(let loop): _ = loop.enqueue(.cancel(self))
             }
         }
     }
 
-    /// Loop thread: the attempt to put on the multi handle, or nil (and the caller resumed
-    /// if need be) when the transfer must not run.
-    func willAddToMulti() -> Int? {
-        let (action, continuation) = locked.withLock { locked in
-            let action = locked.machine.willAddToMulti()
-            switch action {
-            case .add, .drop: return (action, nil as Continuation?)
-            case .fail: return (action, locked.takeContinuation())
-            }
+    /// H2 engine thread: the origin does not speak HTTP/2; hand the (still queued) transfer
+    /// to libcurl. Under the lock, so a concurrent cancel goes to whichever engine holds it.
+    func reroute(to loop: CurlMultiLoop) {
+        let accepted = locked.withLock { locked in
+            locked.engine = .curl(loop)
+            return loop.enqueue(.add(self))
         }
+        if !accepted { submitFailed() }
+    }
+
+    /// Engine thread: the attempt to run now, or nil (and the slot filled if need be) when
+    /// the transfer must not run.
+    func willAddToMulti() -> Int? {
+        let action = locked.withLock { $0.machine.willAddToMulti() }
         switch action {
         case .add(let attempt):
             return attempt
         case .fail(let error):
-            continuation?.resume(returning: .failure(error))
+            batch.complete(index, .failure(error))
             return nil
         case .drop:
             return nil
         }
     }
 
-    /// Loop thread: an attempt ended. Returns the next attempt when the request is to be
-    /// retried; otherwise the caller has been resumed.
+    /// Engine thread: whether a retry taken from a queue is still wanted (not cancelled or
+    /// timed out meanwhile).
+    func isRunning(attempt: Int) -> Bool {
+        locked.withLock { $0.machine.state == .running(attempt: attempt) }
+    }
+
+    /// Engine thread: an attempt ended. Returns the next attempt when the request is to be
+    /// retried; otherwise the slot has been filled.
     func complete(_ result: Result<HTTPResponse, HTTPClientError>) -> Int? {
-        let (action, continuation) = locked.withLock { locked in
-            let action = locked.machine.completed(result.map { _ in () })
-            switch action {
-            case .retry, .drop: return (action, nil as Continuation?)
-            case .succeed, .fail: return (action, locked.takeContinuation())
-            }
-        }
+        let action = locked.withLock { $0.machine.completed(result.map { _ in () }) }
         switch action {
         case .retry(let attempt):
             return attempt
         case .succeed:
-            continuation?.resume(returning: result)
+            batch.complete(index, result)
         case .fail(let error):
-            continuation?.resume(returning: .failure(error))
+            batch.complete(index, .failure(error))
         case .drop:
             break
         }
         return nil
     }
 
-    /// Loop thread: the transfer was removed without a result (cancel processed, shutdown).
+    /// Engine thread: the transfer was removed without a result (cancel processed, timeout
+    /// while queued, shutdown).
     func abort(with error: HTTPClientError) {
-        let continuation = locked.withLock { locked in
-            locked.machine.aborted() ? locked.takeContinuation() : nil
-        }
-        continuation?.resume(returning: .failure(error))
+        if locked.withLock({ $0.machine.aborted() }) { batch.complete(index, .failure(error)) }
     }
 }
