@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* Server lifecycle, the poll(2) event loop, connections, the TLS/TCP transport and the
  * response object. HTTP/2 lives in lb_h2.c, HTTP/1.1 in lb_h1.c, certificates in lb_tls.c. */
 #include "lb_internal.h"
@@ -550,6 +551,7 @@ static void reap_dead(hapi_lb_server *s) {
 }
 
 static void *loop_main(void *arg) {
+    pthread_setname_np(pthread_self(), "hapi-loopback");
     hapi_lb_server *s = arg;
     /* OpenSSL writes with write(2): a peer that vanished must give EPIPE, not kill the process. */
     sigset_t block;
