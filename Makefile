@@ -5,6 +5,8 @@ SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
 STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev pkg-config
+# Real peers the tests start: Debian's stock nghttpd (and openssl to make its certificate).
+TEST_PACKAGES := $(BUILD_PACKAGES) nghttp2-server openssl
 BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean
@@ -15,7 +17,8 @@ deps:
 build: deps
 	$(SWIFT) build $(STRICT)
 
-test: deps
+test:
+	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build --no-parallel
 

@@ -105,7 +105,7 @@ let package = Package(
             dependencies: ["PushNative", "PushHTTP", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "PushLoopbackServer"],
+            name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
             swiftSettings: strictSettings),
     ]
 )
