@@ -7,7 +7,7 @@ STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev pkg-config
 # Real peers the tests start: Debian's stock nghttpd (and openssl to make its certificate).
 TEST_PACKAGES := $(BUILD_PACKAGES) nghttp2-server openssl
-BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client
+BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client time
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean
 
@@ -38,7 +38,8 @@ demo: deps
 bench:
 	@scripts/ensure-deps.sh $(BENCH_PACKAGES)
 	$(SWIFT) build -q -c release --product hapi-push-bench
-	@"$$($(SWIFT) build -c release --show-bin-path)/hapi-push-bench"
+	$(SWIFT) build -q -c release --product hapi-push
+	@"$$($(SWIFT) build -c release --show-bin-path)/hapi-push-bench" $(SECTIONS)
 
 # 500,000 device-sends (5,000 rounds x 100 devices) against the loopback stand-ins with injected
 # faults; fails on unbounded memory or descriptor growth or a lost registration.

@@ -1,4 +1,5 @@
 import CHapiOpenSSL
+import Glibc
 
 /// The OpenSSL client context of the HTTP/2 engine: TLS 1.2 or later, peer verification
 /// always on against the system trust store plus the operator's extra CA, ALPN offering `h2`
@@ -24,10 +25,13 @@ final class TLSClientContext: @unchecked Sendable {
         }
         _ = hapi_ssl_ctx_set_client_modes(ctx)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        // OpenSSL's compiled-in locations (on Debian /usr/lib/ssl/certs → /etc/ssl/certs).
-        if SSL_CTX_set_default_verify_paths(ctx) != 1 { ERR_clear_error() }
-        if let bundle = CurlTrustStore.systemBundlePath() {
-            // The same bundle libcurl uses, so both engines trust exactly the same roots.
+        // The system roots: OpenSSL's hashed certificate directory (on Debian /etc/ssl/certs,
+        // kept by update-ca-certificates from the same bundle libcurl reads), looked up lazily
+        // by subject, so a client never parses ~140 roots it will not use. Without such a
+        // directory, the bundle file itself.
+        if let directory = Self.hashedCertificateDirectory() {
+            if SSL_CTX_load_verify_locations(ctx, nil, directory) != 1 { ERR_clear_error() }
+        } else if let bundle = CurlTrustStore.systemBundlePath() {
             if SSL_CTX_load_verify_locations(ctx, bundle, nil) != 1 { ERR_clear_error() }
         }
         if let pem = additionalCAPEM {
@@ -45,6 +49,26 @@ final class TLSClientContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(raw) }
+
+    /// OpenSSL's default certificate directory (`SSL_CERT_DIR` or the compiled-in one) when
+    /// it holds hashed links (`<hash>.0`), else nil.
+    static func hashedCertificateDirectory() -> String? {
+        let variable = X509_get_default_cert_dir_env().map { String(cString: $0) } ?? "SSL_CERT_DIR"
+        let directory = getenv(variable).map { String(cString: $0) } ?? X509_get_default_cert_dir().map { String(cString: $0) }
+        guard let directory, let handle = opendir(directory) else { return nil }
+        defer { closedir(handle) }
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            // "5ad8a5d6.0": eight hex digits, a dot, a digit.
+            let parts = name.split(separator: ".")
+            if parts.count == 2, parts[0].count == 8, parts[0].allSatisfy(\.isHexDigit), parts[1].allSatisfy(\.isNumber) {
+                return directory
+            }
+        }
+        return nil
+    }
 
     /// Parses every certificate of `pem` into the context's store; returns how many were added.
     private static func addCertificates(_ pem: [UInt8], to ctx: OpaquePointer) throws(HTTPClientError) -> Int {

@@ -58,11 +58,29 @@ public struct PushDispatcher: Sendable {
         }
     }
 
+    /// Devices planned, sealed and sent together. A namespace larger than this goes out in
+    /// windows one after another, so a dispatch to 100,000 devices holds 2,048 envelopes and
+    /// requests at a time, not 100,000.
+    static let window = 2048
+
     /// Sends `payload` to every device of `namespace`.
     public func dispatch(_ payload: NotificationPayload, namespace: String) async throws -> DispatchReport {
         let devices = try await store.devices(namespace: namespace)
         let fitted = Fitted(payload)
         let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"
+        var reports: [DispatchReport.Delivery] = []
+        reports.reserveCapacity(devices.count)
+        for start in stride(from: 0, to: devices.count, by: Self.window) {
+            let window = devices[start..<min(start + Self.window, devices.count)]
+            reports += await dispatch(window, fitted: fitted, collapseId: collapseId, namespace: namespace)
+        }
+        return DispatchReport(deliveries: reports)
+    }
+
+    private func dispatch(
+        _ devices: ArraySlice<DeviceRegistration>, fitted: Fitted, collapseId: String, namespace: String
+    ) async -> [DispatchReport.Delivery] {
+        let devices = Array(devices)
         let plans = devices.map { plan(for: $0, fitted: fitted, collapseId: collapseId) }
 
         // One batch per channel, both channels at once.
@@ -122,7 +140,7 @@ public struct PushDispatcher: Sendable {
             }
             reports.append(report)
         }
-        return DispatchReport(deliveries: reports)
+        return reports
     }
 
     private func plan(for device: DeviceRegistration, fitted: Fitted, collapseId: String) -> Plan {

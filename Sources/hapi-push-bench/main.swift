@@ -168,11 +168,17 @@ func benchHTTPClient() async throws {
             try await group.waitForAll()
         }
     }
+    // The same requests as batches (what the transports do): one submission per 1,000.
+    let batchElapsed = await secondsAsync {
+        for _ in 0..<(count / 1000) { _ = await client.send(Array(repeating: request, count: 1000)) }
+    }
     await client.shutdown()
     let rate = Double(count) / elapsed
+    let batchRate = Double(count) / batchElapsed
     if let ceiling {
         print("h2load (reference)                     \(format(ceiling))")
-        print("HTTPClient.send                        \(format(rate))   ratio \(String(format: "%.2f", rate / ceiling))")
+        print("HTTPClient.send, a task per request    \(format(rate))   ratio \(String(format: "%.2f", rate / ceiling))")
+        print("HTTPClient.send, batches of 1,000      \(format(batchRate))   ratio \(String(format: "%.2f", batchRate / ceiling))")
     } else {
         print("HTTPClient.send                        \(format(rate))   (h2load unavailable: install nghttp2-client)")
     }
@@ -227,7 +233,65 @@ func benchDispatch() async throws {
     }
 }
 
-/// `hapi-push-bench [envelope] [registry] [http] [dispatch]`: all sections by default.
+/// Peak resident memory of one child process, in bytes, and its exit status. Measured by GNU
+/// time (its getrusage of the child), not from here: a child forked from this large process
+/// would count this process's pages in its high-water mark.
+func peakResidentBytes(_ executable: String, _ arguments: [String], environment: [String: String]) -> (Int, Int32)? {
+    let report = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-bench-rss-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: report) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+    process.arguments = ["-f", "%M", "-o", report, executable] + arguments
+    process.environment = environment
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    process.waitUntilExit()
+    guard let text = try? String(contentsOfFile: report, encoding: .utf8),
+        let kilobytes = text.split(separator: "\n").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
+    else { return nil }
+    return (kilobytes * 1024, process.terminationStatus)
+}
+
+/// One operator's `hapi-push send` to 10,000 iOS devices over direct APNs (loopback): its
+/// peak RSS, next to `hapi-push config` (the process's floor) measured the same way.
+func benchSendMemory() async throws {
+    let providers = try LoopbackProviders()
+    defer { providers.stop() }
+    let directory = providers.directory + "/hub"
+    let store = try SQLiteDeviceStore(directory: directory)
+    let key = try PushKey.generate().base64
+    for i in 0..<10_000 {
+        let token = Digest.hex(Digest.sha256(Array("rss-device-\(i)".utf8)))
+        _ = try await (store as any DeviceStore).upsert(
+            RegistrationRequest(namespace: "load", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key), now: Int64(i))
+    }
+    var environment = ProcessInfo.processInfo.environment
+    for (name, value) in providers.environment(iosMode: "apns", androidMode: "off", dataDirectory: directory) { environment[name] = value }
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hapi-push").path
+    print("\n== One hapi-push send to 10,000 iOS devices (direct APNs, loopback): peak resident memory ==")
+    guard FileManager.default.isExecutableFile(atPath: binary) else {
+        print("hapi-push not built beside the bench (make bench builds it)")
+        return
+    }
+    let handledBefore = providers.apns.server.requestsHandled
+    let started = DispatchTime.now().uptimeNanoseconds
+    guard let (send, status) = peakResidentBytes(
+        binary, ["send", "--namespace", "load", "--type", "ready", "--session-id", "s1", "--title", "Claude is ready", "--body", "Ready"],
+        environment: environment),
+        let (floor, _) = peakResidentBytes(binary, ["config", "--no-persist"], environment: environment)
+    else {
+        print("could not run hapi-push")
+        return
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    let delivered = providers.apns.server.requestsHandled - handledBefore
+    func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1e6) }
+    print("hapi-push config (the process floor)   \(megabytes(floor))")
+    print("hapi-push send, 10,000 devices         \(megabytes(send))   (+\(megabytes(send - floor)) over the floor; exit \(status), \(delivered) pushes received, \(String(format: "%.1f", elapsed)) s)")
+}
+
+/// `hapi-push-bench [envelope] [registry] [http] [dispatch] [send]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -236,6 +300,7 @@ do {
     if wanted("registry") { try await benchRegistry() }
     if wanted("http") { try await benchHTTPClient() }
     if wanted("dispatch") { try await benchDispatch() }
+    if wanted("send") { try await benchSendMemory() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)

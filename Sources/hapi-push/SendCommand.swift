@@ -67,7 +67,7 @@ enum SendCommand {
         if args.has("json") {
             print(report.jsonValue.canonicalString)
         } else {
-            print(render(report, configuration: push.configuration))
+            render(report, configuration: push.configuration) { print($0) }
         }
         return ExitCode.success.rawValue
     }
@@ -75,10 +75,17 @@ enum SendCommand {
     /// One line per device, then the decision.
     static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil) -> String {
         var lines: [String] = []
+        render(report, configuration: configuration) { lines.append($0) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The same lines, handed out one at a time (a send to 100,000 devices prints as it goes
+    /// instead of building one string).
+    static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil, line emit: (String) -> Void) {
         if let configuration {
-            lines.append("transports: ios=\(configuration.ios.transport.name) android=\(configuration.android.transport.name)")
+            emit("transports: ios=\(configuration.ios.transport.name) android=\(configuration.android.transport.name)")
         }
-        if report.deliveries.isEmpty { lines.append("no native devices registered in this namespace") }
+        if report.deliveries.isEmpty { emit("no native devices registered in this namespace") }
         for delivery in report.deliveries {
             var line = "  " + pad(delivery.platform.rawValue, 6) + pad(delivery.deviceId, 14) + " token " + delivery.tokenHash + "  "
                 + pad(delivery.transport, 6) + pad(delivery.outcome.rawValue, 8)
@@ -87,13 +94,13 @@ enum SendCommand {
             if let payload = delivery.payload, payload != .full { line += " payload=\(payload.rawValue)" }
             if delivery.pruned { line += " → pruned" }
             if delivery.outcome != .skipped { line += " \(delivery.latencyMilliseconds) ms" }
-            lines.append(line)
+            emit(line)
         }
-        lines.append(
+        emit(
             "sent \(report.count(.sent)), invalid \(report.count(.invalid)), failed \(report.count(.failed)), skipped \(report.count(.skipped)); "
                 + (report.suppressWebPush ? "Web Push suppressed (a native device got it)" : "Web Push fires (no native device got it)"))
-        return lines.joined(separator: "\n")
     }
+
 
     static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
