@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PushNative", targets: ["PushNative"]),
         .library(name: "PushEnvelope", targets: ["PushEnvelope"]),
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
+        .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
         .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
@@ -30,6 +31,9 @@ let package = Package(
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CHapiPostgres", path: "Sources/CHapiPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", swiftSettings: strictSettings),
@@ -38,6 +42,10 @@ let package = Package(
         // Registrations and their stores. No network.
         .target(
             name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
+            swiftSettings: strictSettings),
+        // The registry on PostgreSQL (libpq), for hubs of several processes or hosts.
+        .target(
+            name: "DeviceRegistryPostgres", dependencies: ["DeviceRegistry", "PushEnvelope", "PushSync", "CHapiPostgres"],
             swiftSettings: strictSettings),
         // The HTTP/2 client and the relay, APNs and FCM transports.
         .target(
@@ -54,7 +62,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
-            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "PushTransports"],
+            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "DeviceRegistryPostgres", "PushTransports"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport"],
@@ -63,7 +71,7 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
+            dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
@@ -73,14 +81,15 @@ let package = Package(
 
         // Child processes for tests that need a second writer or a kill -9 (not a product).
         .executableTarget(
-            name: "hapi-push-testsupport", dependencies: ["PushNative"],
+            name: "hapi-push-testsupport", dependencies: ["PushNative", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
         .testTarget(
             name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "DeviceRegistryTests", dependencies: ["DeviceRegistry", "PushEnvelope", "hapi-push-testsupport"],
+            name: "DeviceRegistryTests",
+            dependencies: ["DeviceRegistry", "DeviceRegistryPostgres", "PushEnvelope", "PushTestSupport", "CHapiPostgres", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushTransportsTests",

@@ -108,8 +108,8 @@ func benchRegistry() async throws {
     print("\n== Device registry (SQLite, WAL; \(count) registrations across 1000 namespaces) ==")
     let reference = rawSQLiteInserts(path: directory + "-raw.sqlite3", count: count)
     try? FileManager.default.removeItem(atPath: directory + "-raw.sqlite3")
-    let elapsed = try seconds {
-        for (i, request) in requests.enumerated() { _ = try store.upsert(request, now: Int64(i)) }
+    let elapsed = try await secondsAsync {
+        for (i, request) in requests.enumerated() { _ = try await store.upsert(request, now: Int64(i)) }
     }
     let rate = Double(count) / elapsed
     let referenceRate = Double(count) / reference
@@ -117,8 +117,8 @@ func benchRegistry() async throws {
     print("validated upsert + token dedup         \(format(rate))   ratio \(String(format: "%.2f", rate / referenceRate))")
     let lists = 2000
     var listed = 0
-    let listElapsed = try seconds {
-        for i in 0..<lists { listed += try store.devices(namespace: "ns-\(i % 1000)", platforms: nil).count }
+    let listElapsed = try await secondsAsync {
+        for i in 0..<lists { listed += try await store.devices(namespace: "ns-\(i % 1000)", platforms: nil).count }
     }
     print(String(format: "list one namespace of %d devices        %12.3f ms", listed / lists, listElapsed / Double(lists) * 1000))
 }

@@ -1,3 +1,4 @@
+import CHapiSQLite
 import Foundation
 import PushNative
 
@@ -7,6 +8,8 @@ import PushNative
 ///
 ///   hapi-push-testsupport registry-writer --path FILE --namespace NS --count N --prefix P [--ack]
 ///   hapi-push-testsupport settings-writer --dir DIR --key K --value V [--count N] [--crash-before-rename]
+///   hapi-push-testsupport registry-lock --path FILE
+///       holds SQLite's write lock (BEGIN IMMEDIATE plus a write) until a line or EOF on stdin
 ///
 /// Both print one line per acknowledged write (`ack <deviceId>`, `added <keys>`) with a single
 /// unbuffered write(2) before the next write starts, so a parent that reads a line knows the
@@ -40,7 +43,7 @@ case "registry-writer":
         for index in 0..<count {
             let request = try RegistrationRequest(
                 namespace: namespace, platform: "phone", deviceId: "\(prefix)-\(index)", token: "\(prefix)-token-\(index)", pushKey: nil)
-            _ = try store.upsert(request, now: Int64(index))
+            _ = try await store.upsert(request, now: Int64(index))
             if acknowledgeEach {
                 // One line per acknowledged registration, written unbuffered before the next one starts.
                 acknowledge("ack \(prefix)-\(index)")
@@ -68,6 +71,20 @@ case "settings-writer":
     } catch {
         fail("\(error)")
     }
+case "registry-lock":
+    // Another process holding the registry's write lock, as a stuck or slow writer would.
+    guard let path = argument("--path", in: arguments) else { fail("usage: registry-lock --path FILE") }
+    var db: OpaquePointer?
+    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { fail("cannot open \(path)") }
+    guard sqlite3_exec(db, "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS lock_holder (x INTEGER); INSERT INTO lock_holder VALUES (1)", nil, nil, nil) == SQLITE_OK
+    else { fail("cannot lock: \(String(cString: sqlite3_errmsg(db)))") }
+    acknowledge("locked")
+    _ = readLine()
+    guard sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK else { fail("cannot commit") }
+    sqlite3_close(db)
+    acknowledge("released")
+case "registry-writer-postgres":
+    fail("not built yet")
 default:
     fail("unknown command; see the source for usage")
 }
