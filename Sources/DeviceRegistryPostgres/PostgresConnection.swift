@@ -43,8 +43,9 @@ final class PostgresConnection {
     init(url: String, connectTimeoutSeconds: Int, redact: (String) -> String) throws(PostgresFailure) {
         let keywords = ["connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count", "dbname"]
         let values = ["\(max(1, connectTimeoutSeconds))", "hapi-push", "10", "5", "3", url]
-        let connection = CStringArray(keywords).withPointers { keywordPointers in
-            CStringArray(values).withPointers { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+        // Both lists end with a NULL entry, as libpq requires.
+        let connection = CStringArray(keywords.map { Optional($0) } + [nil]).withPointers { keywordPointers in
+            CStringArray(values.map { Optional($0) } + [nil]).withPointers { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
         }
         guard let connection else { throw .notSent("out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {

@@ -106,7 +106,8 @@ public final class PostgresDeviceStore: DeviceStore {
     public func upsert(_ request: RegistrationRequest, now: Int64) async throws(DeviceStoreError) -> DeviceRegistration {
         let statements = self.statements
         let createdAt = try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(DeviceStoreError) -> Int64 in
-            try session.write(statements) { (db) throws(PostgresFailure) -> Int64 in
+            try session.transaction(statements) { (db) throws(PostgresFailure) -> Int64 in
+                try db.run(PostgresStatements.evictName, [request.token, request.namespace, request.deviceId, request.platform.rawValue])
                 var parameters: [String?] = [
                     request.namespace, request.token, request.platform.rawValue, request.deviceId, request.pushKey?.base64, String(now),
                 ]
@@ -213,6 +214,51 @@ final class PostgresSession {
                 }
                 throw map(error, writing: false)
             }
+        }
+    }
+
+    /// A write in a transaction: `body` between BEGIN and COMMIT. A connection lost before
+    /// COMMIT was sent rolled the transaction back on the server, so it is re-run once on a
+    /// fresh connection; lost during COMMIT, its outcome is unknown and reported as such. A
+    /// conflict with a concurrent write (the database refused it) re-runs it after a pause.
+    func transaction<T>(_ statements: PostgresStatements, _ body: (PostgresConnection) throws(PostgresFailure) -> T) throws(DeviceStoreError) -> T {
+        var reconnects = 0
+        var conflicts = 0
+        while true {
+            var committing = false
+            let outcome = Result { () throws(PostgresFailure) -> T in
+                let db = try ready(statements)
+                try db.execute("BEGIN")
+                let value: T
+                switch Result(catching: { () throws(PostgresFailure) -> T in try body(db) }) {
+                case .success(let result): value = result
+                case .failure(let error):
+                    if !error.isConnectionFailure { _ = try? db.execute("ROLLBACK") }
+                    throw error
+                }
+                committing = true
+                try db.execute("COMMIT")
+                return value
+            }
+            guard case .failure(let error) = outcome else { return try outcome.mapError { map($0, writing: true) }.get() }
+            var notApplied = false
+            if case .notSent = error { notApplied = true }
+            if error.isConnectionFailure {
+                connection = nil
+                if !committing { notApplied = true }
+            }
+            if notApplied, reconnects == 0 {
+                reconnects += 1
+                continue
+            }
+            if error.isRetryableConflict, conflicts + 1 < Self.maximumConflictAttempts {
+                conflicts += 1
+                Self.conflictRetries.withLock { $0 += 1 }
+                // A short random pause on this worker thread so two colliding writers part.
+                usleep(UInt32.random(in: 50...500) * UInt32(conflicts))
+                continue
+            }
+            throw map(notApplied ? .notSent(error.message) : error, writing: true)
         }
     }
 

@@ -2,6 +2,7 @@ import PushEnvelope
 
 /// The store's SQL for one table, prepared once on each connection.
 struct PostgresStatements: Sendable {
+    static let evictName = "hapi_push_evict"
     static let upsertName = "hapi_push_upsert"
     static let unregisterName = "hapi_push_unregister"
     static let pruneName = "hapi_push_prune"
@@ -10,6 +11,7 @@ struct PostgresStatements: Sendable {
     /// Whether the table fills `id` itself (identity, serial or a default); otherwise the
     /// store supplies a random UUID string, as the JavaScript hub does for text ids.
     let idIsGenerated: Bool
+    let evict: String
     let upsert: String
     let unregister: String
     let prune: String
@@ -23,13 +25,13 @@ struct PostgresStatements: Sendable {
             idIsGenerated
             ? "INSERT INTO \(t) (\(columns)) VALUES ($1, $2, $3, $4, $5, $6, $6)"
             : "INSERT INTO \(t) (id, \(columns)) VALUES ($7, $1, $2, $3, $4, $5, $6, $6)"
-        // One statement, so one atomic step even outside a transaction: evict every other row
-        // holding the token, then insert or update the (namespace, device_id, platform) row. The
-        // unique index on token refuses a row that a concurrent registration committed in the
-        // meantime (23505); the store then runs the statement again, which evicts that row.
+        // In one transaction: evict every other row holding the token, then insert or update the
+        // (namespace, device_id, platform) row. The unique index on token refuses a row that a
+        // concurrent registration committed in the meantime (23505); the store then runs the
+        // transaction again, whose eviction now sees and removes that row.
+        evict = "DELETE FROM \(t) WHERE token = $1 AND NOT (namespace = $2 AND device_id = $3 AND platform = $4)"
         upsert =
-            "WITH evicted AS (DELETE FROM \(t) WHERE token = $2 AND NOT (namespace = $1 AND device_id = $4 AND platform = $3)) "
-            + insert
+            insert
             + " ON CONFLICT (namespace, device_id, platform) DO UPDATE SET token = EXCLUDED.token, push_key = EXCLUDED.push_key,"
             + " updated_at = EXCLUDED.updated_at RETURNING created_at"
         unregister = "DELETE FROM \(t) WHERE namespace = $1 AND (token = $2 OR (platform = 'ios' AND token = $3))"
@@ -40,7 +42,8 @@ struct PostgresStatements: Sendable {
     }
 
     func prepare(on connection: PostgresConnection) throws(PostgresFailure) {
-        guard connection.preparedNames.count < 4 else { return }
+        guard connection.preparedNames.count < 5 else { return }
+        try connection.prepare(Self.evictName, evict)
         try connection.prepare(Self.upsertName, upsert)
         try connection.prepare(Self.unregisterName, unregister)
         try connection.prepare(Self.pruneName, prune)

@@ -75,6 +75,11 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// The one server a test process shares (started on first use, stopped when the process
+    /// exits). Throws the reason it could not start, every time it is asked.
+    public static func shared() throws -> PostgresTestServer { try sharedServer.get() }
+    private static let sharedServer = Result { try PostgresTestServer() }
+
     /// Starts a server on a thread of its own, so the calling task suspends meanwhile.
     public static func start() async throws -> PostgresTestServer {
         try await offPool { try PostgresTestServer() }
@@ -228,26 +233,31 @@ public final class PostgresTestServer: @unchecked Sendable {
     private static func shellQuoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
     /// Runs a command (through setpriv as `account` when given) and returns its status and
-    /// combined output.
+    /// combined output. posix_spawn and waitpid directly, output through a file: pg_ctl's
+    /// server outlives the command, and nothing here may wait on a pipe it keeps open.
     static func run(_ executable: String, _ arguments: [String], as account: (uid: uid_t, gid: gid_t)?) throws -> (status: Int32, output: String) {
-        let command = privileged(account, [executable] + arguments)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        // pg_ctl must not chdir into a directory the server's user cannot read.
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw PostgresTestServerError(message: "cannot run \(command[0]): \(error)")
+        // pg_ctl must not start in a directory the server's user cannot read: cd / first.
+        let command = ["/bin/sh", "-c", "cd / && exec \"$@\"", "sh"] + privileged(account, [executable] + arguments)
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-pg-cmd-\(UUID().uuidString).log").path
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let rc = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+        guard rc == 0 else { throw PostgresTestServerError(message: "cannot run \(command[0]): \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw PostgresTestServerError(message: "waitpid(\(command[0])): \(String(cString: strerror(errno)))") }
         }
-        // The server itself writes to its log file (-l), so the pipe ends when our child exits.
-        let collected = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: collected, as: UTF8.self))
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS, which do not import.
+        let exitStatus: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return (exitStatus, output)
     }
 }
