@@ -50,6 +50,13 @@ public final class PostgresDeviceStore: DeviceStore {
             self.connectTimeoutSeconds = max(1, connectTimeoutSeconds)
         }
 
+        /// Whether the URL carries a password (in its user part or a `password=` parameter).
+        public var hasPassword: Bool { password != nil }
+
+        /// Any text shaped like a database URL with its password replaced by `***` (for
+        /// showing a value that may not even be valid).
+        public static func redact(_ url: String) -> String { PostgresURL.redact(url) }
+
         public var description: String { "PostgreSQL \(redactedURL) table \(tableName)" }
         public var customMirror: Mirror {
             Mirror(self, children: ["redactedURL": redactedURL, "tableName": tableName, "maximumConnections": maximumConnections], displayStyle: .struct)

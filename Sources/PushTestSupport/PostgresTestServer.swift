@@ -177,8 +177,11 @@ public final class PostgresTestServer: @unchecked Sendable {
             message: "running as root and no unprivileged account to run PostgreSQL as (useradd: \(created.output.suffix(200)))")
     }
 
+    /// The path of one of the server's programs (psql, pg_ctl, …).
+    public static func binary(_ name: String) throws -> String { try findBinaries() + "/" + name }
+
     /// A port the kernel just handed out on 127.0.0.1 (closed again for the server to take).
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw PostgresTestServerError(message: "socket(): \(String(cString: strerror(errno)))") }
         defer { close(fd) }

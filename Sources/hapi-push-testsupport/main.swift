@@ -8,6 +8,7 @@ import PushNative
 ///
 ///   hapi-push-testsupport registry-writer --path FILE --namespace NS --count N --prefix P [--ack]
 ///   hapi-push-testsupport settings-writer --dir DIR --key K --value V [--count N] [--crash-before-rename]
+///   hapi-push-testsupport registry-writer-postgres --url URL --table T --count N --prefix P [--shared S] [--tasks K]
 ///   hapi-push-testsupport registry-lock --path FILE
 ///       holds SQLite's write lock (BEGIN IMMEDIATE plus a write) until a line or EOF on stdin
 ///
@@ -84,7 +85,37 @@ case "registry-lock":
     sqlite3_close(db)
     acknowledge("released")
 case "registry-writer-postgres":
-    fail("not built yet")
+    // A hub process registering into a shared PostgreSQL registry: `count` devices
+    // `<prefix>-<i>` in namespace `<prefix>-ns-<i % 7>`, the first `shared` of them with the
+    // token `shared-token-<i>` (which the other process registers too), the rest with their own.
+    // Prints "ready", waits for a line on stdin so both processes start at once, then writes
+    // from `tasks` concurrent tasks and prints "ok <count> retries <n>".
+    guard let url = argument("--url", in: arguments), let table = argument("--table", in: arguments),
+        let count = argument("--count", in: arguments).flatMap(Int.init), let prefix = argument("--prefix", in: arguments)
+    else { fail("usage: registry-writer-postgres --url URL --table T --count N --prefix P [--shared S] [--tasks K]") }
+    let shared = argument("--shared", in: arguments).flatMap(Int.init) ?? 0
+    let tasks = argument("--tasks", in: arguments).flatMap(Int.init) ?? 4
+    do {
+        let store = try await PostgresDeviceStore.open(configuration: try .init(url: url, tableName: table, maximumConnections: tasks))
+        acknowledge("ready")
+        _ = readLine()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    for index in stride(from: task, to: count, by: tasks) {
+                        let token = index < shared ? "shared-token-\(index)" : "\(prefix)-token-\(index)"
+                        let request = try RegistrationRequest(
+                            namespace: "\(prefix)-ns-\(index % 7)", platform: "phone", deviceId: "\(prefix)-\(index)", token: token, pushKey: nil)
+                        _ = try await store.upsert(request, now: Int64(index))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        acknowledge("ok \(count) retries \(PostgresDeviceStore.conflictRetries)")
+    } catch {
+        fail("\(error)")
+    }
 default:
     fail("unknown command; see the source for usage")
 }

@@ -163,8 +163,8 @@ final class AckingChild {
     }
 
     /// Waits for the child to exit on its own and returns its lines.
-    func waitForExit() throws -> [String] {
-        let deadline = ContinuousClock.now + .seconds(10)
+    func waitForExit(seconds: Int = 10) throws -> [String] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
         while !sawEOF, ContinuousClock.now < deadline { readAvailable(waitMilliseconds: 50) }
         process.waitUntilExit()
         ended = "exited \(process.terminationStatus)"
