@@ -5,7 +5,9 @@ SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
 STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev pkg-config
-BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client
+# Tests and the bench start a real PostgreSQL server (initdb/pg_ctl from the Debian package).
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql
+BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean
 
@@ -15,14 +17,16 @@ deps:
 build: deps
 	$(SWIFT) build $(STRICT)
 
-test: deps
+test:
+	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build --no-parallel
 
 # The suite under ThreadSanitizer, then AddressSanitizer with LeakSanitizer; each in its own
 # build directory. Any report fails the target. scripts/lsan.supp names the only leaks allowed:
 # the toolchain's own (Foundation, XCTest), never this library's.
-test-sanitize: deps
+test-sanitize:
+	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan

@@ -66,10 +66,14 @@ final class PostgresConnection {
         guard PQstatus(handle) == CONNECTION_OK else { return false }
         let fd = PQsocket(handle)
         guard fd >= 0 else { return false }
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        if poll(&entry, 1, 0) > 0 {
+        // An idle connection has nothing to read unless the server is ending it (its last
+        // message, then the end of the stream): read until nothing is left or the end shows.
+        for _ in 0..<4 {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 0) > 0 else { break }
             if PQconsumeInput(handle) == 0 { return false }
             while let notice = PQnotifies(handle) { PQfreemem(notice) }
+            if entry.revents & Int16(POLLHUP | POLLERR) != 0 { return false }
         }
         return PQstatus(handle) == CONNECTION_OK
     }

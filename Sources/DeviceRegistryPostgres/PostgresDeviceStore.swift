@@ -132,7 +132,7 @@ public final class PostgresDeviceStore: DeviceStore {
     public func unregister(namespace: String, token: String) async throws(DeviceStoreError) -> Bool {
         let statements = self.statements
         return try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(DeviceStoreError) -> Bool in
-            try session.write(statements) { (db) throws(PostgresFailure) -> Bool in
+            try session.transaction(statements) { (db) throws(PostgresFailure) -> Bool in
                 try db.run(PostgresStatements.unregisterName, [namespace, token, token.lowercased()]).changedRows > 0
             }
         }
@@ -144,7 +144,7 @@ public final class PostgresDeviceStore: DeviceStore {
         return try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(DeviceStoreError) -> Bool in
             // One statement: the row is deleted only if, when the server locks it, it was not
             // re-registered after `notAfter` (a concurrent upsert's new updated_at is re-checked).
-            try session.write(statements) { (db) throws(PostgresFailure) -> Bool in
+            try session.transaction(statements) { (db) throws(PostgresFailure) -> Bool in
                 try db.run(PostgresStatements.pruneName, [namespace, token, String(notAfter ?? Int64.max)]).changedRows > 0
             }
         }
@@ -266,34 +266,6 @@ final class PostgresSession {
                 continue
             }
             throw map(notApplied ? .notSent(error.message) : error, writing: true)
-        }
-    }
-
-    /// A write of one statement (atomic by itself). Retried on a fresh connection only when it
-    /// was certainly not applied (never sent); re-run after a conflict with a concurrent write
-    /// (the database refused it, so nothing was applied); otherwise its failure is reported.
-    func write<T>(_ statements: PostgresStatements, _ body: (PostgresConnection) throws(PostgresFailure) -> T) throws(DeviceStoreError) -> T {
-        var reconnects = 0
-        var conflicts = 0
-        while true {
-            do {
-                return try body(try ready(statements))
-            } catch {
-                if case .notSent = error, reconnects == 0 {
-                    connection = nil
-                    reconnects += 1
-                    continue
-                }
-                if error.isRetryableConflict, conflicts + 1 < Self.maximumConflictAttempts {
-                    conflicts += 1
-                    Self.conflictRetries.withLock { $0 += 1 }
-                    // A short random pause on this worker thread so two colliding writers part.
-                    usleep(UInt32.random(in: 50...500) * UInt32(conflicts))
-                    continue
-                }
-                if error.isConnectionFailure { connection = nil }
-                throw map(error, writing: true)
-            }
         }
     }
 
