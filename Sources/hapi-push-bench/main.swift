@@ -3,6 +3,7 @@ import CHapiPostgres
 import CHapiSQLite
 import Foundation
 import PushLoopbackServer
+import PushHTTP
 import PushNative
 import PushTestSupport
 
