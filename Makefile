@@ -4,10 +4,11 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
 STRICT := -Xswiftc -warnings-as-errors
-BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev pkg-config
-# Real peers the tests start: Debian's stock nghttpd (and openssl to make its certificate).
-TEST_PACKAGES := $(BUILD_PACKAGES) nghttp2-server openssl
-BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client time
+BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev pkg-config
+# Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package) and Debian's
+# stock nghttpd (with openssl to make its certificate).
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql nghttp2-server openssl
+BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean
 
@@ -25,7 +26,8 @@ test:
 # The suite under ThreadSanitizer, then AddressSanitizer with LeakSanitizer; each in its own
 # build directory. Any report fails the target. scripts/lsan.supp names the only leaks allowed:
 # the toolchain's own (Foundation, XCTest), never this library's.
-test-sanitize: deps
+test-sanitize:
+	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan

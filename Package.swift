@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "PushNative", targets: ["PushNative"]),
         .library(name: "PushEnvelope", targets: ["PushEnvelope"]),
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
+        .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
         .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
@@ -35,6 +36,9 @@ let package = Package(
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CHapiPostgres", path: "Sources/CHapiPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", swiftSettings: strictSettings),
@@ -43,6 +47,10 @@ let package = Package(
         // Registrations and their stores. No network.
         .target(
             name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
+            swiftSettings: strictSettings),
+        // The registry on PostgreSQL (libpq), for hubs of several processes or hosts.
+        .target(
+            name: "DeviceRegistryPostgres", dependencies: ["DeviceRegistry", "PushEnvelope", "PushSync", "CHapiPostgres"],
             swiftSettings: strictSettings),
         // The HTTP client every transport sends through: an HTTP/2 engine on nghttp2 + OpenSSL for
         // https origins that speak h2, libcurl for the rest. Nothing of it is public.
@@ -64,7 +72,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
-            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "PushHTTP", "PushTransports"],
+            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "DeviceRegistryPostgres", "PushHTTP", "PushTransports"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport"],
@@ -73,7 +81,7 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushHTTP", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
+            dependencies: ["PushNative", "PushHTTP", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
@@ -83,14 +91,15 @@ let package = Package(
 
         // Child processes for tests that need a second writer or a kill -9 (not a product).
         .executableTarget(
-            name: "hapi-push-testsupport", dependencies: ["PushNative"],
+            name: "hapi-push-testsupport", dependencies: ["PushNative", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
         .testTarget(
             name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "DeviceRegistryTests", dependencies: ["DeviceRegistry", "PushEnvelope", "hapi-push-testsupport"],
+            name: "DeviceRegistryTests",
+            dependencies: ["DeviceRegistry", "DeviceRegistryPostgres", "PushEnvelope", "PushTestSupport", "CHapiPostgres", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushHTTPTests",

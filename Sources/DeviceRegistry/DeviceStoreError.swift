@@ -1,15 +1,16 @@
-/// Why the device store could not do its job. Names the file and says what to do; never
-/// contains a token or key. Compare against the static members (equality is on the kind).
+/// Why the device store could not do its job. Names the file or server and says what to do;
+/// never contains a token, key or password. Compare against the static members (equality is on the kind).
 public struct DeviceStoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    enum Code: Sendable, Hashable {
+    package enum Code: Sendable, Hashable {
         case notADatabase, incompatibleSchema, readOnly, cannotOpen, busy, corrupt, ioFailure, invalidTableName, failure
+        case unavailable, unknownOutcome, invalidDatabaseURL
     }
 
-    let code: Code
+    package let code: Code
     /// What went wrong, where, and what to do.
     public let message: String
 
-    init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -34,8 +35,16 @@ public struct DeviceStoreError: Error, Sendable, Hashable, CustomStringConvertib
     public static let ioFailure = DeviceStoreError(.ioFailure, "disk I/O error on device database")
     /// The configured table name is not a plain SQL identifier.
     public static let invalidTableName = DeviceStoreError(.invalidTableName, "invalid device table name")
-    /// Any other SQLite failure.
+    /// Any other database failure.
     public static let failure = DeviceStoreError(.failure, "device database failure")
+    /// The database server could not be reached or the connection was lost before the work
+    /// was committed: nothing was changed. Retrying later is safe.
+    public static let unavailable = DeviceStoreError(.unavailable, "device database server unavailable")
+    /// The connection was lost while a write was being committed: it may or may not have been
+    /// applied. Registrations are idempotent, so the device's next registration settles it.
+    public static let unknownOutcome = DeviceStoreError(.unknownOutcome, "device database write outcome unknown")
+    /// `HAPI_PUSH_DATABASE_URL` (or a store's URL) is not a usable `postgres://` URL.
+    public static let invalidDatabaseURL = DeviceStoreError(.invalidDatabaseURL, "invalid device database URL")
 
-    func with(_ message: String) -> DeviceStoreError { DeviceStoreError(code, message) }
+    package func with(_ message: String) -> DeviceStoreError { DeviceStoreError(code, message) }
 }

@@ -1,7 +1,7 @@
 import CHapiSQLite
 
-/// One SQLite connection and its prepared statements. Not thread-safe by itself: it lives
-/// inside the store's `Locked`, which serializes every use (hence `@unchecked Sendable`).
+/// One SQLite connection and its prepared statements. Not thread-safe by itself: each one is
+/// owned by one of the store's worker threads, which alone uses it (hence `@unchecked Sendable`).
 /// Frees statements and closes the handle in `deinit`.
 final class SQLiteConnection: @unchecked Sendable {
     let path: String
@@ -42,44 +42,44 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Runs a cached prepared statement with `bindings`, returning every row.
     @discardableResult
     func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(DeviceStoreError) -> [[SQLiteValue]] {
-        let statement = try prepared(sql)
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-        }
-        for (offset, value) in bindings.enumerated() {
-            let index = Int32(offset + 1)
-            let rc: Int32
-            switch value {
-            case .null: rc = sqlite3_bind_null(statement, index)
-            case .integer(let i): rc = sqlite3_bind_int64(statement, index, i)
-            case .text(let s): rc = sqlite3_bind_text(statement, index, s, -1, hapi_sqlite_transient())
-            }
-            guard rc == SQLITE_OK else { throw lastError(rc) }
-        }
-        var rows: [[SQLiteValue]] = []
-        while true {
-            let rc = sqlite3_step(statement)
-            if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw lastError(rc) }
-            let count = sqlite3_column_count(statement)
-            var row: [SQLiteValue] = []
-            row.reserveCapacity(Int(count))
-            for column in 0..<count {
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_NULL: row.append(.null)
-                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
-                default:
-                    if let text = sqlite3_column_text(statement, column) {
-                        row.append(.text(String(cString: text)))
-                    } else {
-                        row.append(.null)
-                    }
+        try withStatement(sql) { (statement) throws(DeviceStoreError) -> [[SQLiteValue]] in
+            for (offset, value) in bindings.enumerated() {
+                let index = Int32(offset + 1)
+                switch value {
+                case .null: try statement.bindNull(index)
+                case .integer(let i): try statement.bind(index, i)
+                case .text(let s): try statement.bind(index, s)
                 }
             }
-            rows.append(row)
+            var rows: [[SQLiteValue]] = []
+            while try statement.step() {
+                let count = statement.columnCount
+                var row: [SQLiteValue] = []
+                row.reserveCapacity(Int(count))
+                for column in 0..<count {
+                    if statement.isNull(column) {
+                        row.append(.null)
+                    } else if statement.isInteger(column) {
+                        row.append(.integer(statement.int64(column)))
+                    } else {
+                        row.append(statement.text(column).map { .text($0) } ?? .null)
+                    }
+                }
+                rows.append(row)
+            }
+            return rows
         }
-        return rows
+    }
+
+    /// Runs `body` with the cached prepared statement for `sql`, then resets it and clears its
+    /// bindings, so callers bind and read columns in place without building intermediate rows.
+    func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws(DeviceStoreError) -> T) throws(DeviceStoreError) -> T {
+        let statement = SQLiteStatement(handle: try prepared(sql), connection: self)
+        defer {
+            sqlite3_reset(statement.handle)
+            sqlite3_clear_bindings(statement.handle)
+        }
+        return try body(statement)
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
@@ -108,7 +108,7 @@ final class SQLiteConnection: @unchecked Sendable {
         return statement
     }
 
-    private func lastError(_ rc: Int32) -> DeviceStoreError {
+    fileprivate func lastError(_ rc: Int32) -> DeviceStoreError {
         SQLiteConnection.error(rc, String(cString: sqlite3_errmsg(handle)), path: path)
     }
 
@@ -135,6 +135,50 @@ final class SQLiteConnection: @unchecked Sendable {
         default:
             return DeviceStoreError.failure.with("device database \(path): SQLite error \(rc) (\(detail))")
         }
+    }
+}
+
+/// A cached prepared statement while it is in use (see `SQLiteConnection.withStatement`).
+struct SQLiteStatement {
+    let handle: OpaquePointer
+    let connection: SQLiteConnection
+
+    func bind(_ index: Int32, _ text: String) throws(DeviceStoreError) {
+        let rc = sqlite3_bind_text(handle, index, text, -1, hapi_sqlite_transient())
+        guard rc == SQLITE_OK else { throw connection.lastError(rc) }
+    }
+
+    func bind(_ index: Int32, _ value: Int64) throws(DeviceStoreError) {
+        let rc = sqlite3_bind_int64(handle, index, value)
+        guard rc == SQLITE_OK else { throw connection.lastError(rc) }
+    }
+
+    func bindNull(_ index: Int32) throws(DeviceStoreError) {
+        let rc = sqlite3_bind_null(handle, index)
+        guard rc == SQLITE_OK else { throw connection.lastError(rc) }
+    }
+
+    /// True when a row is ready, false when the statement is done.
+    func step() throws(DeviceStoreError) -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw connection.lastError(rc)
+    }
+
+    var columnCount: Int32 { sqlite3_column_count(handle) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    func isInteger(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_INTEGER }
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    /// The column's UTF-8 bytes, valid until the next step or reset; nil for NULL.
+    func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8>? {
+        guard let text = sqlite3_column_text(handle, column) else { return nil }
+        return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    func text(_ column: Int32) -> String? {
+        bytes(column).map { String(decoding: $0, as: UTF8.self) }
     }
 }
 

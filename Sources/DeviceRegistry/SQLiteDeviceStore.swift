@@ -42,11 +42,20 @@ public final class SQLiteDeviceStore: DeviceStore {
     }
 
     public let configuration: Configuration
-    private let connection: Locked<SQLiteConnection>
+    /// One thread owning the write connection: writes queue here, one transaction at a time.
+    private let writer: BlockingWorkers<SQLiteConnection>
+    /// One thread owning a second, query-only connection: in WAL mode reads never wait for a
+    /// writer (ours or another process's), so listing and a dispatch's device read do not
+    /// queue behind a write stuck on a busy database.
+    private let reader: BlockingWorkers<SQLiteConnection>
     private let sql: Statements
 
     /// Opens (creating when missing) the database and migrates its schema forward. Never
     /// deletes, truncates or recreates a file it could not open.
+    ///
+    /// This blocks the calling thread while SQLite opens the file (up to the busy timeout if
+    /// another process holds it): from async code use `open(configuration:)`, which does the
+    /// same on a thread of its own. Every later call runs on the store's own threads.
     public init(configuration: Configuration) throws(DeviceStoreError) {
         self.configuration = configuration
         guard Self.isPlainIdentifier(configuration.tableName) else {
@@ -62,71 +71,120 @@ public final class SQLiteDeviceStore: DeviceStore {
         }
         try connection.execute("PRAGMA synchronous=NORMAL")
         let idIsInteger = try Self.migrate(connection, table: configuration.tableName, path: configuration.path)
+        let readConnection = try SQLiteConnection(path: configuration.path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
+        try readConnection.execute("PRAGMA query_only=1")
         self.sql = Statements(table: configuration.tableName, idIsInteger: idIsInteger)
-        self.connection = Locked(connection)
+        self.writer = BlockingWorkers(name: "hapi-sqlite-w", count: 1) { connection }
+        self.reader = BlockingWorkers(name: "hapi-sqlite-r", count: 1) { readConnection }
     }
 
-    /// Opens `<directory>/native-push.sqlite3`.
+    /// Opens `<directory>/native-push.sqlite3` (blocking; see `init(configuration:)`).
     public convenience init(directory: String) throws(DeviceStoreError) {
         try self.init(configuration: Configuration(directory: directory))
     }
 
-    public func upsert(_ request: RegistrationRequest, now: Int64) throws(DeviceStoreError) -> DeviceRegistration {
-        try withConnection { (db) throws(DeviceStoreError) -> DeviceRegistration in
-            try db.transaction { () throws(DeviceStoreError) -> DeviceRegistration in
-                let key: SQLiteValue = request.pushKey.map { .text($0.base64) } ?? .null
-                try db.query(sql.deleteOtherHoldersOfToken, [
-                    .text(request.token), .text(request.namespace), .text(request.deviceId), .text(request.platform.rawValue),
-                ])
-                var values: [SQLiteValue] = [
-                    .text(request.namespace), .text(request.token), .text(request.platform.rawValue), .text(request.deviceId), key,
-                    .integer(now), .integer(now),
-                ]
-                if !sql.idIsInteger { values.insert(.text(Self.newRowId()), at: 0) }
-                let createdAt = try db.query(sql.upsert, values).first?.first?.integer ?? now
-                return DeviceRegistration(
-                    namespace: request.namespace, deviceId: request.deviceId, platform: request.platform, token: request.token,
-                    pushKey: request.pushKey, createdAt: createdAt, updatedAt: now)
+    /// Opens the store on a thread of its own, so the calling task suspends instead of
+    /// blocking a Swift concurrency thread while SQLite opens, recovers or waits for the file.
+    public static func open(configuration: Configuration) async throws(DeviceStoreError) -> SQLiteDeviceStore {
+        try await BlockingWorkers<Void>.runOnce(name: "hapi-sqlite-open", unavailable: workerUnavailable) {
+            () throws(DeviceStoreError) -> SQLiteDeviceStore in try SQLiteDeviceStore(configuration: configuration)
+        }
+    }
+
+    /// Opens `<directory>/native-push.sqlite3` on a thread of its own.
+    public static func open(directory: String) async throws(DeviceStoreError) -> SQLiteDeviceStore {
+        try await open(configuration: Configuration(directory: directory))
+    }
+
+    static let workerUnavailable = DeviceStoreError.failure.with("device database: no worker thread could be started")
+
+    public func upsert(_ request: RegistrationRequest, now: Int64) async throws(DeviceStoreError) -> DeviceRegistration {
+        let sql = self.sql
+        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> DeviceRegistration in
+            try Self.upsert(request, now: now, db: db, sql: sql)
+        }
+    }
+
+    private static func upsert(_ request: RegistrationRequest, now: Int64, db: SQLiteConnection, sql: Statements) throws(DeviceStoreError)
+        -> DeviceRegistration
+    {
+        try db.transaction { () throws(DeviceStoreError) -> DeviceRegistration in
+            let platform = request.platform.rawValue
+            try db.withStatement(sql.deleteOtherHoldersOfToken) { (statement) throws(DeviceStoreError) in
+                try statement.bind(1, request.token)
+                try statement.bind(2, request.namespace)
+                try statement.bind(3, request.deviceId)
+                try statement.bind(4, platform)
+                _ = try statement.step()
             }
+            let createdAt = try db.withStatement(sql.upsert) { (statement) throws(DeviceStoreError) -> Int64 in
+                var index: Int32 = 1
+                if !sql.idIsInteger {
+                    try statement.bind(index, newRowId())
+                    index += 1
+                }
+                try statement.bind(index, request.namespace)
+                try statement.bind(index + 1, request.token)
+                try statement.bind(index + 2, platform)
+                try statement.bind(index + 3, request.deviceId)
+                if let key = request.pushKey { try statement.bind(index + 4, key.base64) } else { try statement.bindNull(index + 4) }
+                try statement.bind(index + 5, now)
+                try statement.bind(index + 6, now)
+                return try statement.step() ? statement.int64(0) : now
+            }
+            return DeviceRegistration(
+                namespace: request.namespace, deviceId: request.deviceId, platform: request.platform, token: request.token,
+                pushKey: request.pushKey, createdAt: createdAt, updatedAt: now)
         }
     }
 
     @discardableResult
-    public func unregister(namespace: String, token: String) throws(DeviceStoreError) -> Bool {
-        try withConnection { (db) throws(DeviceStoreError) -> Bool in
+    public func unregister(namespace: String, token: String) async throws(DeviceStoreError) -> Bool {
+        let sql = self.sql
+        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> Bool in
             try db.query(sql.unregister, [.text(namespace), .text(token), .text(token.lowercased())])
             return db.changes > 0
         }
     }
 
     @discardableResult
-    public func prune(namespace: String, token: String, notAfter: Int64?) throws(DeviceStoreError) -> Bool {
-        try withConnection { (db) throws(DeviceStoreError) -> Bool in
+    public func prune(namespace: String, token: String, notAfter: Int64?) async throws(DeviceStoreError) -> Bool {
+        let sql = self.sql
+        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> Bool in
             try db.query(sql.prune, [.text(namespace), .text(token), notAfter.map { .integer($0) } ?? .integer(Int64.max)])
             return db.changes > 0
         }
     }
 
-    public func devices(namespace: String, platforms: Set<DevicePlatform>?) throws(DeviceStoreError) -> [DeviceRegistration] {
-        let rows = try withConnection { (db) throws(DeviceStoreError) -> [[SQLiteValue]] in
-            try db.query(sql.list, [.text(namespace)])
-        }
-        return rows.compactMap { row -> DeviceRegistration? in
-            guard row.count == 6, let deviceId = row[0].text, let platformText = row[1].text,
-                let platform = DevicePlatform(rawValue: platformText), let token = row[2].text
-            else { return nil }  // A row another program wrote with a platform we cannot reach.
-            if let platforms, !platforms.contains(platform) { return nil }
-            // A stored key that no longer parses is treated as absent: the device is skipped
-            // (missing_push_key) until it re-registers, rather than failing the whole dispatch.
-            let key = row[3].text.flatMap { try? PushKey(base64: $0) }
-            return DeviceRegistration(
-                namespace: namespace, deviceId: deviceId, platform: platform, token: token, pushKey: key,
-                createdAt: row[4].integer ?? 0, updatedAt: row[5].integer ?? 0)
+    public func devices(namespace: String, platforms: Set<DevicePlatform>?) async throws(DeviceStoreError) -> [DeviceRegistration] {
+        let sql = self.sql
+        return try await reader.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> [DeviceRegistration] in
+            try Self.list(namespace: namespace, platforms: platforms, db: db, sql: sql)
         }
     }
 
-    private func withConnection<T>(_ body: (SQLiteConnection) throws(DeviceStoreError) -> T) throws(DeviceStoreError) -> T {
-        try connection.withLock { (db) throws(DeviceStoreError) -> T in try body(db) }
+    /// Reads each row's columns straight from the statement into a registration.
+    private static func list(namespace: String, platforms: Set<DevicePlatform>?, db: SQLiteConnection, sql: Statements) throws(DeviceStoreError)
+        -> [DeviceRegistration]
+    {
+        try db.withStatement(sql.list) { (statement) throws(DeviceStoreError) -> [DeviceRegistration] in
+            try statement.bind(1, namespace)
+            var devices: [DeviceRegistration] = []
+            while try statement.step() {
+                // A row another program wrote with a platform we cannot reach is skipped.
+                guard let platform = statement.bytes(1).flatMap(DevicePlatform.init(storedBytes:)) else { continue }
+                if let platforms, !platforms.contains(platform) { continue }
+                guard let deviceId = statement.text(0), let token = statement.text(2) else { continue }
+                // A stored key that no longer parses is treated as absent: the device is skipped
+                // (missing_push_key) until it re-registers, rather than failing the whole dispatch.
+                let key = statement.bytes(3).flatMap(PushKey.init(storedBase64:))
+                devices.append(
+                    DeviceRegistration(
+                        namespace: namespace, deviceId: deviceId, platform: platform, token: token, pushKey: key,
+                        createdAt: statement.int64(4), updatedAt: statement.int64(5)))
+            }
+            return devices
+        }
     }
 
     // MARK: - Schema
@@ -222,7 +280,7 @@ public final class SQLiteDeviceStore: DeviceStore {
                 throw creationError(path: directory, what: "directory", errno: errno)
             }
         }
-        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        let fd = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         if fd < 0 {
             if errno == EEXIST { return }  // Another process created it first: fine.
             throw creationError(path: path, what: "file", errno: errno)

@@ -2,4 +2,5 @@
 // `import PushNative` is enough to register devices, build payloads and dispatch.
 @_exported public import PushEnvelope
 @_exported public import DeviceRegistry
+@_exported public import DeviceRegistryPostgres
 @_exported public import PushTransports

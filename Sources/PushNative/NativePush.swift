@@ -4,7 +4,7 @@ import Foundation
 /// The whole library in one object, for a hub to embed in a few lines:
 ///
 /// ```swift
-/// let push = try NativePush.start()                       // environment + ~/.hapi
+/// let push = try await NativePush.start()                 // environment + ~/.hapi
 /// let answer = await push.register(namespace: ns, body: requestBody)   // POST /api/devices/register
 /// let report = try await push.dispatch(payload, namespace: ns)
 /// if !report.suppressWebPush { sendWebPush() }
@@ -19,8 +19,10 @@ public final class NativePush: Sendable {
     public let dispatcher: PushDispatcher
     private let client: HTTPClient
 
-    /// Reads the configuration (environment > `settings.json` > defaults), opens the SQLite
-    /// registry in the data directory and builds the configured transports.
+    /// Reads the configuration (environment > `settings.json` > defaults), opens the registry
+    /// (PostgreSQL when `HAPI_PUSH_DATABASE_URL` is set, else SQLite in the data directory) and
+    /// builds the configured transports. The store opens on threads of its own, so a busy
+    /// database or a slow server suspends the caller instead of blocking its thread.
     ///
     /// - Parameters:
     ///   - environment: the process environment by default.
@@ -30,12 +32,12 @@ public final class NativePush: Sendable {
     public static func start(
         environment: [String: String] = NativePush.processEnvironment, dataDirectory: String? = nil,
         persistSettings: Bool = true, logger: any PushLogger = SilentPushLogger()
-    ) throws -> NativePush {
+    ) async throws -> NativePush {
         guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
             throw NativePushError(message: "no data directory: set HAPI_HOME or HOME, or pass dataDirectory")
         }
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: persistSettings)
-        let store = try SQLiteDeviceStore(directory: directory)
+        let store = try await configuration.registry.open()
         return try NativePush(configuration: configuration, store: store, logger: logger)
     }
 

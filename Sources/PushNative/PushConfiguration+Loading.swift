@@ -1,3 +1,5 @@
+import DeviceRegistry
+import DeviceRegistryPostgres
 import Foundation
 import PushEnvelope
 import PushTransports
@@ -40,7 +42,16 @@ extension PushConfiguration {
             let resolved: ResolvedSetting
             if let fromEnvironment {
                 resolved = ResolvedSetting(value: fromEnvironment, source: .environment)
-                if stored[setting.settingsKey] == nil { firstSight[setting.settingsKey] = fromEnvironment }
+                if stored[setting.settingsKey] == nil {
+                    if setting == .databaseURL, (try? PostgresDeviceStore.Configuration(url: fromEnvironment))?.hasPassword ?? false {
+                        // A password stays where the operator put it: never copied into a file.
+                        diagnostics.append(Diagnostic(
+                            level: .info, setting: setting.settingsKey,
+                            message: "HAPI_PUSH_DATABASE_URL holds a password, so it is not saved to settings.json: pass it each time, or keep the password in ~/.pgpass or PGPASSWORD and the URL without it"))
+                    } else {
+                        firstSight[setting.settingsKey] = fromEnvironment
+                    }
+                }
             } else if let fromFile {
                 resolved = ResolvedSetting(value: fromFile, source: .file)
             } else {
@@ -59,8 +70,9 @@ extension PushConfiguration {
         let relayURL = builder.relayURL()
         let android = builder.android(relayURL: relayURL)
         let ios = builder.ios(relayURL: relayURL)
+        let registry = builder.registry(dataDirectory: directory)
         return PushConfiguration(
-            android: android, ios: ios, relayURL: relayURL ?? "",
+            android: android, ios: ios, registry: registry, relayURL: relayURL ?? "",
             apnsEndpoint: builder.apnsEndpoint ?? "", fcmEndpoint: builder.fcmEndpoint(), caFile: builder.caFile(),
             settings: settings, diagnostics: builder.diagnostics, persistedKeys: persisted)
     }
@@ -106,6 +118,24 @@ extension PushConfiguration {
                 return nil
             }
             return path
+        }
+
+        /// PostgreSQL when `HAPI_PUSH_DATABASE_URL` is set and valid, SQLite in the data directory
+        /// when it is unset; an invalid URL is an error, never a silent fall back to SQLite (that
+        /// would split the registry in two).
+        mutating func registry(dataDirectory: String?) -> RegistryStore {
+            guard let url = value(.databaseURL) else {
+                guard let dataDirectory else {
+                    return .unusable(DeviceStoreError.cannotOpen.with("no data directory for the SQLite registry: set HAPI_HOME or HOME"))
+                }
+                return .sqlite(path: SQLiteDeviceStore.Configuration(directory: dataDirectory).path)
+            }
+            do {
+                return .postgres(try PostgresDeviceStore.Configuration(url: url))
+            } catch {
+                report(.error, .databaseURL, "\(error.message); the device registry cannot be opened")
+                return .unusable(error.with("HAPI_PUSH_DATABASE_URL: \(error.message)"))
+            }
         }
 
         mutating func android(relayURL: String?) -> Channel<AndroidTransport> {

@@ -1,3 +1,5 @@
+public import DeviceRegistry
+public import DeviceRegistryPostgres
 import PushEnvelope
 public import PushTransports
 
@@ -79,8 +81,40 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         public var description: String { "\(level.rawValue): \(setting): \(message)" }
     }
 
+    /// Where registrations live.
+    public enum RegistryStore: Sendable, CustomStringConvertible {
+        /// The embedded default: this SQLite file.
+        case sqlite(path: String)
+        /// `HAPI_PUSH_DATABASE_URL`: a PostgreSQL table shared by every hub process.
+        case postgres(PostgresDeviceStore.Configuration)
+        /// No registry can be opened (an invalid URL, no data directory): the error says why.
+        case unusable(DeviceStoreError)
+
+        /// `sqlite`, `postgres` or `none`.
+        public var name: String {
+            switch self {
+            case .sqlite: return "sqlite"
+            case .postgres: return "postgres"
+            case .unusable: return "none"
+            }
+        }
+
+        /// The file, the URL with its password redacted, or why there is none.
+        public var location: String {
+            switch self {
+            case .sqlite(let path): return path
+            case .postgres(let configuration): return configuration.redactedURL
+            case .unusable(let error): return error.message
+            }
+        }
+
+        public var description: String { "\(name) \(location)" }
+    }
+
     public let android: Channel<AndroidTransport>
     public let ios: Channel<IOSTransport>
+    /// The registry `NativePush.start`, the CLI and `hapi-push config` use.
+    public let registry: RegistryStore
     /// The relay base URL (both platforms), without a trailing slash.
     public let relayURL: String
     /// The APNs endpoint in use (override, or from the APNs environment).
@@ -99,26 +133,37 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         var lines = [
             "android: mode \(android.mode) → \(android.transport.name) (\(android.reason))",
             "ios: mode \(ios.mode) → \(ios.transport.name) (\(ios.reason))",
+            "registry: \(registry)",
         ]
         for setting in PushSetting.all {
             guard let resolved = settings[setting.settingsKey] else { continue }
-            lines.append("  \(setting.settingsKey) = \(resolved.value ?? "(unset)") [\(resolved.source.rawValue)]")
+            lines.append("  \(setting.settingsKey) = \(shownValue(setting) ?? "(unset)") [\(resolved.source.rawValue)]")
         }
         lines += diagnostics.map { "  \($0)" }
         return lines.joined(separator: "\n")
     }
 
+    /// A setting's value as it may be printed: the database URL with its password redacted.
+    public func shownValue(_ setting: PushSetting) -> String? {
+        guard let value = settings[setting.settingsKey]?.value else { return nil }
+        return setting == .databaseURL ? PostgresDeviceStore.Configuration.redact(value) : value
+    }
+
     /// The `hapi-push config --json` object.
     public var jsonValue: JSONValue {
         var settingsObject: [String: JSONValue] = [:]
-        for (key, resolved) in settings {
-            settingsObject[key] = .object(["value": resolved.value.map { .string($0) } ?? .null, "source": .string(resolved.source.rawValue)])
+        for setting in PushSetting.all {
+            guard let resolved = settings[setting.settingsKey] else { continue }
+            settingsObject[setting.settingsKey] = .object([
+                "value": shownValue(setting).map { .string($0) } ?? .null, "source": .string(resolved.source.rawValue),
+            ])
         }
         return .object([
             "android": .object([
                 "mode": .string(android.mode), "transport": .string(android.transport.name), "reason": .string(android.reason),
             ]),
             "ios": .object(["mode": .string(ios.mode), "transport": .string(ios.transport.name), "reason": .string(ios.reason)]),
+            "registry": .object(["store": .string(registry.name), "location": .string(registry.location)]),
             "settings": .object(settingsObject),
             "diagnostics": .array(
                 diagnostics.map {

@@ -30,11 +30,15 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let fcmEndpoint = PushSetting(
         environmentVariable: "HAPI_FCM_ENDPOINT", settingsKey: "fcmEndpoint", defaultValue: "https://fcm.googleapis.com", isPath: false)
     public static let caFile = PushSetting(environmentVariable: "HAPI_PUSH_CA_FILE", settingsKey: "pushCaFile", defaultValue: nil, isPath: true)
+    /// The registry on PostgreSQL (`postgres://…`); unset, SQLite in the data directory. May
+    /// hold a password: shown redacted, and saved to settings.json on first sight only without one.
+    public static let databaseURL = PushSetting(
+        environmentVariable: "HAPI_PUSH_DATABASE_URL", settingsKey: "pushDatabaseUrl", defaultValue: nil, isPath: false)
 
     /// Every setting, in the order documented and printed.
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
-        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile,
+        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL,
     ]
 }
 

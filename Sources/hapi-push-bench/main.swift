@@ -1,4 +1,5 @@
 import CHapiOpenSSL
+import CHapiPostgres
 import CHapiSQLite
 import Foundation
 import PushLoopbackServer
@@ -109,8 +110,8 @@ func benchRegistry() async throws {
     print("\n== Device registry (SQLite, WAL; \(count) registrations across 1000 namespaces) ==")
     let reference = rawSQLiteInserts(path: directory + "-raw.sqlite3", count: count)
     try? FileManager.default.removeItem(atPath: directory + "-raw.sqlite3")
-    let elapsed = try seconds {
-        for (i, request) in requests.enumerated() { _ = try store.upsert(request, now: Int64(i)) }
+    let elapsed = try await secondsAsync {
+        for (i, request) in requests.enumerated() { _ = try await store.upsert(request, now: Int64(i)) }
     }
     let rate = Double(count) / elapsed
     let referenceRate = Double(count) / reference
@@ -118,10 +119,128 @@ func benchRegistry() async throws {
     print("validated upsert + token dedup         \(format(rate))   ratio \(String(format: "%.2f", rate / referenceRate))")
     let lists = 2000
     var listed = 0
-    let listElapsed = try seconds {
-        for i in 0..<lists { listed += try store.devices(namespace: "ns-\(i % 1000)", platforms: nil).count }
+    let listElapsed = try await secondsAsync {
+        for i in 0..<lists { listed += try await store.devices(namespace: "ns-\(i % 1000)", platforms: nil).count }
     }
     print(String(format: "list one namespace of %d devices        %12.3f ms", listed / lists, listElapsed / Double(lists) * 1000))
+}
+
+/// A raw libpq session: the reference the PostgreSQL store is measured against.
+final class RawPostgres {
+    let connection: OpaquePointer
+
+    init?(url: String) {
+        guard let connection = PQconnectdb(url), PQstatus(connection) == CONNECTION_OK else { return nil }
+        self.connection = connection
+    }
+
+    deinit { PQfinish(connection) }
+
+    func exec(_ sql: String) {
+        PQclear(PQexec(connection, sql))
+    }
+
+    func prepare(_ name: String, _ sql: String) {
+        PQclear(PQprepare(connection, name, sql, 0, nil))
+    }
+
+    /// Runs a prepared statement with text parameters; returns the result (caller clears).
+    func run(_ name: String, _ parameters: [String?]) -> OpaquePointer? {
+        let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for copy in copies { free(copy) } }
+        let pointers = copies.map { UnsafePointer<CChar>($0) }
+        return PQexecPrepared(connection, name, Int32(parameters.count), pointers, nil, nil, 0)
+    }
+}
+
+/// The same statements the store runs for one registration, one transaction each.
+func rawPostgresUpserts(_ raw: RawPostgres, requests: ArraySlice<RegistrationRequest>) -> Double {
+    seconds {
+        for (i, request) in zip(requests.indices, requests) {
+            raw.exec("BEGIN")
+            PQclear(raw.run("evict", [request.token, request.namespace, request.deviceId, request.platform.rawValue]))
+            PQclear(raw.run("upsert", [request.namespace, request.token, request.platform.rawValue, request.deviceId, request.pushKey?.base64, String(i)]))
+            raw.exec("COMMIT")
+        }
+    }
+}
+
+func benchPostgres() async throws {
+    print("\n== Device registry (PostgreSQL 15 on loopback, fsync off; store next to raw libpq, same statements) ==")
+    let server = try await PostgresTestServer.start()
+    defer { server.stop() }
+    let key = try PushKey.generate().base64
+    let count = 20_000
+    func requests(_ prefix: String) throws -> [RegistrationRequest] {
+        try (0..<count).map { i in
+            try RegistrationRequest(
+                namespace: "ns-\(i % 1000)", platform: i % 3 == 0 ? "ios" : "phone", deviceId: "\(prefix)-device-\(i)",
+                token: i % 3 == 0 ? Digest.hex(Digest.sha256(Array("\(prefix)\(i)".utf8))) : "\(prefix)-fcm-token-\(i)",
+                pushKey: i % 3 == 0 || i % 2 == 0 ? key : nil)
+        }
+    }
+    let store = try await PostgresDeviceStore.open(configuration: try .init(url: server.url, tableName: "bench_devices"))
+    _ = try await PostgresDeviceStore.open(configuration: try .init(url: server.url, tableName: "raw_devices"))  // same schema
+    guard let raw = RawPostgres(url: server.url) else { throw CancellationError() }
+    let t = "\"raw_devices\""
+    raw.prepare("evict", "DELETE FROM \(t) WHERE token = $1 AND NOT (namespace = $2 AND device_id = $3 AND platform = $4)")
+    raw.prepare(
+        "upsert",
+        "INSERT INTO \(t) (namespace, token, platform, device_id, push_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)"
+            + " ON CONFLICT (namespace, device_id, platform) DO UPDATE SET token = EXCLUDED.token, push_key = EXCLUDED.push_key,"
+            + " updated_at = EXCLUDED.updated_at RETURNING created_at")
+    // Alternating chunks, so neither side gets the colder or the warmer server.
+    let rawRequests = try requests("raw")
+    let ours = try requests("store")
+    var rawSeconds = 0.0
+    var storeSeconds = 0.0
+    for chunk in stride(from: 0, to: count, by: count / 4) {
+        let range = chunk..<min(count, chunk + count / 4)
+        let storeFirst = (chunk / (count / 4)) % 2 == 1
+        if !storeFirst { rawSeconds += rawPostgresUpserts(raw, requests: rawRequests[range]) }
+        storeSeconds += try await secondsAsync {
+            for i in range { _ = try await store.upsert(ours[i], now: Int64(i)) }
+        }
+        if storeFirst { rawSeconds += rawPostgresUpserts(raw, requests: rawRequests[range]) }
+    }
+    let rawRate = Double(count) / rawSeconds
+    let storeRate = Double(count) / storeSeconds
+    print("raw libpq BEGIN+evict+upsert+COMMIT (reference) \(format(rawRate))")
+    print("validated upsert + token dedup               \(format(storeRate))   ratio \(String(format: "%.2f", storeRate / rawRate))")
+
+    // 100,000 rows in 1,000 namespaces (filled in bulk), then one namespace of 100 listed.
+    try await server.psqlAsync(
+        """
+        TRUNCATE bench_devices;
+        INSERT INTO bench_devices (namespace, token, platform, device_id, push_key, created_at, updated_at)
+        SELECT 'ns-' || (i % 1000), CASE WHEN i % 3 = 0 THEN md5(i::text) || md5((i + 1)::text) ELSE 'fcm-token-' || i END,
+               CASE WHEN i % 3 = 0 THEN 'ios' ELSE 'phone' END, 'device-' || i,
+               CASE WHEN i % 3 = 0 OR i % 2 = 0 THEN '\(key)' END, i, i
+        FROM generate_series(0, 99999) AS i;
+        ANALYZE bench_devices;
+        """)
+    let lists = 2000
+    raw.prepare("list", "SELECT device_id, platform, token, push_key, created_at, updated_at FROM bench_devices WHERE namespace = $1 ORDER BY updated_at DESC, id DESC")
+    var rawRows = 0
+    let rawListSeconds = seconds {
+        for i in 0..<lists {
+            guard let result = raw.run("list", ["ns-\(i % 1000)"]) else { continue }
+            // Touch every value, as a decoder must.
+            for row in 0..<PQntuples(result) {
+                for column in 0..<Int32(6) where PQgetisnull(result, row, column) == 0 { rawRows &+= Int(PQgetlength(result, row, column)) }
+            }
+            PQclear(result)
+        }
+    }
+    var listed = 0
+    let listSeconds = try await secondsAsync {
+        for i in 0..<lists { listed += try await store.devices(namespace: "ns-\(i % 1000)").count }
+    }
+    let rawListRate = Double(lists) / rawListSeconds
+    let listRate = Double(lists) / listSeconds
+    print(String(format: "raw libpq list (reference)                %12.0f/s   %8.3f ms", rawListRate, 1000 / rawListRate))
+    print(String(format: "list %d devices among 100,000            %12.0f/s   %8.3f ms   ratio %.2f", listed / lists, listRate, 1000 / listRate, listRate / rawListRate))
+    if rawRows == -1 { print("") }
 }
 
 /// The ceiling: h2load (nghttp2's load generator) POSTing the same body over one TLS
@@ -291,13 +410,14 @@ func benchSendMemory() async throws {
     print("hapi-push send, 10,000 devices         \(megabytes(send))   (+\(megabytes(send - floor)) over the floor; exit \(status), \(delivered) pushes received, \(String(format: "%.1f", elapsed)) s)")
 }
 
-/// `hapi-push-bench [envelope] [registry] [http] [dispatch] [send]`: all sections by default.
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
 do {
     if wanted("envelope") { try benchEnvelope() }
     if wanted("registry") { try await benchRegistry() }
+    if wanted("postgres") { try await benchPostgres() }
     if wanted("http") { try await benchHTTPClient() }
     if wanted("dispatch") { try await benchDispatch() }
     if wanted("send") { try await benchSendMemory() }

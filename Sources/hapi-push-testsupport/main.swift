@@ -1,3 +1,4 @@
+import CHapiSQLite
 import Foundation
 import PushNative
 
@@ -7,6 +8,9 @@ import PushNative
 ///
 ///   hapi-push-testsupport registry-writer --path FILE --namespace NS --count N --prefix P [--ack]
 ///   hapi-push-testsupport settings-writer --dir DIR --key K --value V [--count N] [--crash-before-rename]
+///   hapi-push-testsupport registry-writer-postgres --url URL --table T --count N --prefix P [--shared S] [--tasks K]
+///   hapi-push-testsupport registry-lock --path FILE
+///       holds SQLite's write lock (BEGIN IMMEDIATE plus a write) until a line or EOF on stdin
 ///
 /// Both print one line per acknowledged write (`ack <deviceId>`, `added <keys>`) with a single
 /// unbuffered write(2) before the next write starts, so a parent that reads a line knows the
@@ -40,7 +44,7 @@ case "registry-writer":
         for index in 0..<count {
             let request = try RegistrationRequest(
                 namespace: namespace, platform: "phone", deviceId: "\(prefix)-\(index)", token: "\(prefix)-token-\(index)", pushKey: nil)
-            _ = try store.upsert(request, now: Int64(index))
+            _ = try await store.upsert(request, now: Int64(index))
             if acknowledgeEach {
                 // One line per acknowledged registration, written unbuffered before the next one starts.
                 acknowledge("ack \(prefix)-\(index)")
@@ -65,6 +69,50 @@ case "settings-writer":
             let added = try SettingsFile(directory: directory).addMissing([name: value])
             acknowledge("added \(added.joined(separator: ","))")
         }
+    } catch {
+        fail("\(error)")
+    }
+case "registry-lock":
+    // Another process holding the registry's write lock, as a stuck or slow writer would.
+    guard let path = argument("--path", in: arguments) else { fail("usage: registry-lock --path FILE") }
+    var db: OpaquePointer?
+    guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else { fail("cannot open \(path)") }
+    guard sqlite3_exec(db, "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS lock_holder (x INTEGER); INSERT INTO lock_holder VALUES (1)", nil, nil, nil) == SQLITE_OK
+    else { fail("cannot lock: \(String(cString: sqlite3_errmsg(db)))") }
+    acknowledge("locked")
+    _ = readLine()
+    guard sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK else { fail("cannot commit") }
+    sqlite3_close(db)
+    acknowledge("released")
+case "registry-writer-postgres":
+    // A hub process registering into a shared PostgreSQL registry: `count` devices
+    // `<prefix>-<i>` in namespace `<prefix>-ns-<i % 7>`, the first `shared` of them with the
+    // token `shared-token-<i>` (which the other process registers too), the rest with their own.
+    // Prints "ready", waits for a line on stdin so both processes start at once, then writes
+    // from `tasks` concurrent tasks and prints "ok <count> retries <n>".
+    guard let url = argument("--url", in: arguments), let table = argument("--table", in: arguments),
+        let count = argument("--count", in: arguments).flatMap(Int.init), let prefix = argument("--prefix", in: arguments)
+    else { fail("usage: registry-writer-postgres --url URL --table T --count N --prefix P [--shared S] [--tasks K]") }
+    let shared = argument("--shared", in: arguments).flatMap(Int.init) ?? 0
+    let tasks = argument("--tasks", in: arguments).flatMap(Int.init) ?? 4
+    do {
+        let store = try await PostgresDeviceStore.open(configuration: try .init(url: url, tableName: table, maximumConnections: tasks))
+        acknowledge("ready")
+        _ = readLine()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    for index in stride(from: task, to: count, by: tasks) {
+                        let token = index < shared ? "shared-token-\(index)" : "\(prefix)-token-\(index)"
+                        let request = try RegistrationRequest(
+                            namespace: "\(prefix)-ns-\(index % 7)", platform: "phone", deviceId: "\(prefix)-\(index)", token: token, pushKey: nil)
+                        _ = try await store.upsert(request, now: Int64(index))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        acknowledge("ok \(count) retries \(PostgresDeviceStore.conflictRetries)")
     } catch {
         fail("\(error)")
     }

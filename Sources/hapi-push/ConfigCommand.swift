@@ -12,7 +12,8 @@ enum ConfigCommand {
         and FCM service account, and prints each platform's transport with the reason, the source of
         every setting, and every diagnostic. Like the hub, it writes environment values whose keys
         settings.json lacks into the file (first sight); --no-persist only reads.
-        --json prints {"android":{mode,transport,reason},"ios":{...},"settings":{key:{value,source}},"diagnostics":[...]}.
+        The registry is PostgreSQL when HAPI_PUSH_DATABASE_URL is set (shown with its password as ***), else SQLite.
+        --json prints {"android":{mode,transport,reason},"ios":{...},"registry":{store,location},"settings":{key:{value,source}},"diagnostics":[...]}.
         Exit 0 when the configuration was resolved (diagnostics included), 1 when settings.json is unusable.
         """
 
@@ -30,13 +31,14 @@ enum ConfigCommand {
         }
         print("Android (phone, wear): \(configuration.android.transport.name)   mode \(configuration.android.mode): \(configuration.android.reason)")
         print("iOS:                   \(configuration.ios.transport.name)   mode \(configuration.ios.mode): \(configuration.ios.reason)")
+        print("Registry:              \(configuration.registry.name)   \(configuration.registry.location)")
         print("")
         print("SETTING                ENVIRONMENT               SOURCE   VALUE")
         for setting in PushSetting.all {
             let resolved = configuration.settings[setting.settingsKey]
             print(
                 pad(setting.settingsKey, 22) + " " + pad(setting.environmentVariable, 25) + " " + pad(resolved?.source.rawValue ?? "-", 8) + " "
-                    + (resolved?.value ?? "(unset)"))
+                    + (configuration.shownValue(setting) ?? "(unset)"))
         }
         if !configuration.persistedKeys.isEmpty {
             print("\nsaved to settings.json on first sight: \(configuration.persistedKeys.joined(separator: ", "))")

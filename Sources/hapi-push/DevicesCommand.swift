@@ -10,7 +10,8 @@ enum DevicesCommand {
           hapi-push [--data-dir DIR] devices unregister --namespace NS --token T
           hapi-push [--data-dir DIR] devices list --namespace NS [--json]
 
-        The registry is DIR/\(SQLiteDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
+        The registry is PostgreSQL when HAPI_PUSH_DATABASE_URL (or settings.json "pushDatabaseUrl") is set,
+        else DIR/\(SQLiteDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
         list --json prints an array of {namespace, deviceId, platform, tokenHash, hasPushKey, createdAt, updatedAt};
         tokenHash is the first 12 hex digits of the token's SHA-256. Push keys are never printed.
         Validation failures exit 2 and name every failing field.
@@ -33,7 +34,7 @@ enum DevicesCommand {
                     error.fieldErrors[field, default: []].map { "  \(cliName(field)): \($0)" }
                 }.joined(separator: "\n"))
             }
-            let registry = DeviceRegistry(store: try openStore(dataDirectory))
+            let registry = DeviceRegistry(store: try await openStore(dataDirectory))
             let stored = try await registry.register(request)
             print("registered \(stored.platform) device \(stored.deviceId) in namespace \(stored.namespace) (token \(stored.tokenHash))")
             return ExitCode.success.rawValue
@@ -43,7 +44,7 @@ enum DevicesCommand {
             let namespace = try args.required("namespace")
             let token = try args.required("token")
             guard !token.isEmpty else { throw UsageError("--token must not be empty") }
-            let removed = try await DeviceRegistry(store: try openStore(dataDirectory)).unregister(namespace: namespace, token: token)
+            let removed = try await DeviceRegistry(store: try await openStore(dataDirectory)).unregister(namespace: namespace, token: token)
             print(removed ? "unregistered token \(TokenFingerprint.of(token))" : "no device with token \(TokenFingerprint.of(token)) in namespace \(namespace)")
             return ExitCode.success.rawValue
         case "list":
@@ -78,12 +79,20 @@ enum DevicesCommand {
         }
     }
 
-    static func openStore(_ dataDirectory: String?) throws -> SQLiteDeviceStore {
-        guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: ProcessInfo.processInfo.environment) else {
+    /// The registry the hub would use: HAPI_PUSH_DATABASE_URL, else SQLite in the data directory.
+    static func openStore(_ dataDirectory: String?) async throws -> any DeviceStore {
+        let environment = ProcessInfo.processInfo.environment
+        guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
             throw UsageError("no data directory: pass --data-dir DIR or set HAPI_HOME or HOME")
         }
+        let configuration: PushConfiguration
         do {
-            return try SQLiteDeviceStore(directory: directory)
+            configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        do {
+            return try await configuration.registry.open()
         } catch {
             throw CommandFailure(error.message)
         }

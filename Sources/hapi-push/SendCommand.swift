@@ -48,7 +48,7 @@ enum SendCommand {
 
         let push: NativePush
         do {
-            push = try NativePush.start(dataDirectory: dataDirectory)
+            push = try await NativePush.start(dataDirectory: dataDirectory)
         } catch let error as SettingsFileError {
             throw CommandFailure(error.message)
         } catch let error as DeviceStoreError {

@@ -12,7 +12,7 @@ import Testing
 @Suite struct CrashConsistencyTests {
     static let rounds = 20
 
-    @Test func registryKilledAtRandomMomentsStaysWholeAndKeepsEveryAcknowledgedRow() throws {
+    @Test func registryKilledAtRandomMomentsStaysWholeAndKeepsEveryAcknowledgedRow() async throws {
         let directory = TemporaryDirectory()
         let path = directory.file("crash.sqlite3")
         let writer = builtExecutable("hapi-push-testsupport")
@@ -40,8 +40,8 @@ import Testing
         }
         // The store opens the survivor normally and can keep writing.
         let store = try SQLiteDeviceStore(configuration: .init(path: path))
-        _ = try store.upsert(try request(deviceId: "after-crashes", token: "after-crashes-token"), now: 1)
-        #expect(try store.devices(namespace: "ns", platforms: nil).count >= acknowledged.count + 1)
+        _ = try await store.upsert(try request(deviceId: "after-crashes", token: "after-crashes-token"), now: 1)
+        #expect(try await store.devices(namespace: "ns", platforms: nil).count >= acknowledged.count + 1)
         print("crash-consistency registry: \(Self.rounds) kills, \(acknowledged.count) acknowledged rows all present\n  " + log.joined(separator: "\n  "))
     }
 
@@ -119,9 +119,10 @@ final class AckingChild {
     private var sawEOF = false
     private(set) var ended = "running"
 
-    init(executable: String, arguments: [String]) throws {
+    init(executable: String, arguments: [String], input: Pipe? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let input { process.standardInput = input }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -154,9 +155,16 @@ final class AckingChild {
         return lines
     }
 
-    /// Waits for the child to exit on its own and returns its lines.
-    func waitForExit() throws -> [String] {
+    /// Waits (up to 10 s) until the child printed `line`, or ended; returns the lines so far.
+    func waitForLine(_ line: String) throws -> [String] {
         let deadline = ContinuousClock.now + .seconds(10)
+        while !lines.contains(line), !sawEOF, ContinuousClock.now < deadline { readAvailable(waitMilliseconds: 50) }
+        return lines
+    }
+
+    /// Waits for the child to exit on its own and returns its lines.
+    func waitForExit(seconds: Int = 10) throws -> [String] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
         while !sawEOF, ContinuousClock.now < deadline { readAvailable(waitMilliseconds: 50) }
         process.waitUntilExit()
         ended = "exited \(process.terminationStatus)"

@@ -3,12 +3,12 @@ import Testing
 @testable import DeviceRegistry
 @testable import PushEnvelope
 
-/// What every `DeviceStore` must do, run against SQLite and in-memory alike.
+/// What every `DeviceStore` must do, run against SQLite, PostgreSQL and in-memory alike.
 @Suite struct DeviceStoreBehaviourTests {
     @Test(arguments: StoreKind.allCases)
     func upsertInsertsThenReplacesKeepingCreatedAt(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         let first = try await store.upsert(try request(token: "t-1", key: keyA), now: 1000)
         #expect(first.createdAt == 1000 && first.updatedAt == 1000)
         let second = try await store.upsert(try request(token: "t-2", key: keyB), now: 2000)
@@ -25,7 +25,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func sameDeviceIdOnAnotherPlatformIsAnotherRow(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(platform: "phone", token: "p"), now: 1)
         _ = try await store.upsert(try request(platform: "wear", token: "w"), now: 2)
         _ = try await store.upsert(try request(platform: "ios", token: iosToken, key: keyA), now: 3)
@@ -36,7 +36,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func oneTokenIsNeverInTwoRows(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         // Same token moves to a new namespace (re-pairing): the old row goes.
         _ = try await store.upsert(try request("old-ns", token: "shared"), now: 1)
         _ = try await store.upsert(try request("new-ns", token: "shared"), now: 2)
@@ -55,7 +55,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func unregisterRemovesOnlyThatNamespacesToken(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request("a", deviceId: "d1", token: "t1"), now: 1)
         _ = try await store.upsert(try request("b", deviceId: "d2", token: "t2"), now: 1)
         #expect(try await store.unregister(namespace: "b", token: "t1") == false)
@@ -69,7 +69,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func unregisterMatchesIOSTokensInAnyCase(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(platform: "ios", token: iosToken.uppercased(), key: keyA), now: 1)
         #expect(try await store.devices(namespace: "ns").first?.token == iosToken)
         #expect(try await store.unregister(namespace: "ns", token: iosToken.uppercased()))
@@ -79,7 +79,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func fcmTokensAreCaseSensitive(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(token: "AbC"), now: 1)
         _ = try await store.upsert(try request(deviceId: "dev-2", token: "abc"), now: 2)
         #expect(try await store.devices(namespace: "ns").map(\.token) == ["abc", "AbC"])
@@ -89,7 +89,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func pruneRemovesExactlyThatTokenInThatNamespace(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request("a", deviceId: "d1", token: "dead"), now: 100)
         _ = try await store.upsert(try request("a", deviceId: "d2", token: "alive"), now: 100)
         #expect(try await store.prune(namespace: "b", token: "dead") == false)
@@ -100,7 +100,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func pruneSparesARegistrationRefreshedAfterTheTokenDied(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(token: "t"), now: 5000)
         #expect(try await store.prune(namespace: "ns", token: "t", notAfter: 4000) == false)
         #expect(try await store.devices(namespace: "ns").count == 1)
@@ -110,7 +110,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func listsNewestFirstAndFiltersPlatforms(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(deviceId: "old", token: "t1"), now: 10)
         _ = try await store.upsert(try request("ns", platform: "ios", deviceId: "new", token: iosToken, key: keyA), now: 30)
         _ = try await store.upsert(try request("ns", platform: "wear", deviceId: "mid", token: "t3"), now: 20)
@@ -124,7 +124,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func wearKeysAreNeverStored(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(platform: "wear", token: "w", key: keyA), now: 1)
         #expect(try await store.devices(namespace: "ns").first?.pushKey == nil)
     }
@@ -132,7 +132,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func keysRoundTripCanonically(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         _ = try await store.upsert(try request(platform: "ios", token: iosToken, key: keyA), now: 1)
         let key = try #require(try await store.devices(namespace: "ns").first?.pushKey)
         #expect(key.base64 == keyA)
@@ -141,7 +141,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func concurrentTasksLoseNothing(_ kind: StoreKind) async throws {
         let dir = TemporaryDirectory()
-        let store = try kind.make(dir)
+        let store = try await kind.make(dir)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask {

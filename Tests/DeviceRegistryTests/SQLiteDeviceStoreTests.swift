@@ -9,20 +9,20 @@ import Testing
         let dir = TemporaryDirectory()
         do {
             let store = try SQLiteDeviceStore(directory: dir.path)
-            _ = try store.upsert(try request(platform: "ios", token: iosToken, key: keyA), now: 7)
+            _ = try await store.upsert(try request(platform: "ios", token: iosToken, key: keyA), now: 7)
         }
         let reopened = try SQLiteDeviceStore(directory: dir.path)
-        let devices = try reopened.devices(namespace: "ns", platforms: nil)
+        let devices = try await reopened.devices(namespace: "ns", platforms: nil)
         #expect(devices.count == 1)
         #expect(devices.first?.pushKey?.base64 == keyA)
         #expect(devices.first?.createdAt == 7)
     }
 
-    @Test func createsOwnerOnlyFileAndDirectories() throws {
+    @Test func createsOwnerOnlyFileAndDirectories() async throws {
         let dir = TemporaryDirectory()
         let nested = dir.path + "/a/b"
         let store = try SQLiteDeviceStore(directory: nested)
-        _ = try store.upsert(try request(), now: 1)
+        _ = try await store.upsert(try request(), now: 1)
         let fm = FileManager.default
         let filePermissions = try fm.attributesOfItem(atPath: nested + "/" + SQLiteDeviceStore.defaultFileName)[.posixPermissions] as? Int
         #expect(filePermissions == 0o600)
@@ -103,9 +103,9 @@ import Testing
                 """)
         }
         let store = try SQLiteDeviceStore(configuration: .init(path: path, tableName: "push_devices"))
-        #expect(try store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["old-device"])
-        _ = try store.upsert(try request(deviceId: "new", token: "fresh"), now: 10)
-        #expect(try store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["new", "old-device"])
+        #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["old-device"])
+        _ = try await store.upsert(try request(deviceId: "new", token: "fresh"), now: 10)
+        #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["new", "old-device"])
         let check = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 100)
         // The adopted database's own schema version is not ours to change.
         #expect(try check.query("PRAGMA user_version").first?.first?.integer == 9)
@@ -120,7 +120,7 @@ import Testing
         }
     }
 
-    @Test func refusesAReadOnlyLocation() throws {
+    @Test func refusesAReadOnlyLocation() async throws {
         // /sys cannot be written even by root, so this holds in CI (root) and for users alike.
         #expect(throws: DeviceStoreError.readOnly) { try SQLiteDeviceStore(directory: "/sys/hapi-push-test") }
         do {
@@ -133,9 +133,9 @@ import Testing
             let store = try SQLiteDeviceStore(directory: dir.path)
             _ = store
             chmod(dir.file(SQLiteDeviceStore.defaultFileName), 0o400)
-            #expect(throws: DeviceStoreError.self) {
+            await #expect(throws: DeviceStoreError.self) {
                 let readOnly = try SQLiteDeviceStore(directory: dir.path)
-                _ = try readOnly.upsert(try request(), now: 1)
+                _ = try await readOnly.upsert(try request(), now: 1)
             }
         }
     }
@@ -162,13 +162,13 @@ import Testing
         // This process writes too, while the two children do.
         let store = try SQLiteDeviceStore(configuration: .init(path: path))
         for index in 0..<500 {
-            _ = try store.upsert(try request(deviceId: "c-\(index)", token: "c-token-\(index)"), now: Int64(index))
+            _ = try await store.upsert(try request(deviceId: "c-\(index)", token: "c-token-\(index)"), now: Int64(index))
         }
         for process in processes {
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
         }
-        let devices = try store.devices(namespace: "ns", platforms: nil)
+        let devices = try await store.devices(namespace: "ns", platforms: nil)
         #expect(devices.count == 2 * count + 500)
         #expect(Set(devices.map(\.deviceId)).count == devices.count)
         #expect(Set(devices.map(\.token)).count == devices.count)

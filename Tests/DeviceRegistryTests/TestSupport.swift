@@ -1,5 +1,7 @@
+import DeviceRegistryPostgres
 import Foundation
 import PushEnvelope
+import PushTestSupport
 
 @testable import DeviceRegistry
 
@@ -20,15 +22,25 @@ final class TemporaryDirectory: @unchecked Sendable {
 
 /// The stores every behavioural test runs against.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case sqlite, memory
+    case sqlite, postgres, memory
     var testDescription: String { rawValue }
 
-    func make(_ directory: TemporaryDirectory) throws -> any DeviceStore {
+    func make(_ directory: TemporaryDirectory) async throws -> any DeviceStore {
         switch self {
-        case .sqlite: return try SQLiteDeviceStore(directory: directory.path)
+        case .sqlite: return try await SQLiteDeviceStore.open(directory: directory.path)
+        case .postgres: return try await PostgresDeviceStore.open(configuration: try freshPostgresTable())
         case .memory: return InMemoryDeviceStore()
         }
     }
+}
+
+/// A table of its own on the process's shared PostgreSQL server (one server for every suite;
+/// a test that cannot start it fails with the reason).
+func freshPostgresTable(maximumConnections: Int = 4) throws -> PostgresDeviceStore.Configuration {
+    let server = try PostgresTestServer.shared()
+    return try PostgresDeviceStore.Configuration(
+        url: server.url, tableName: "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased(),
+        maximumConnections: maximumConnections)
 }
 
 import Testing

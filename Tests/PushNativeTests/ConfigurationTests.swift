@@ -75,6 +75,7 @@ final class ConfigFixture: @unchecked Sendable {
         "iosPushRelayUrl": "https://relay.example.test", "apnsKeyP8Path": "/nonexistent/key.p8", "apnsKeyId": "KID",
         "apnsTeamId": "TEAM", "apnsBundleId": "b.id", "apnsEnv": "sandbox", "apnsEndpoint": "https://apns.example.test",
         "fcmEndpoint": "https://fcm.example.test", "pushCaFile": "/nonexistent/ca.pem",
+        "pushDatabaseUrl": "postgresql://hub@db.example.test:5432/hapi",
     ]
 
     @Test(arguments: PushSetting.all)

@@ -6,7 +6,7 @@ import Testing
 // that the README still shows exactly this code.
 // README-EXAMPLE-BEGIN
 func handleAgentReady(body: [UInt8]) async throws {
-    let push = try NativePush.start()  // HAPI_*/APNS_*/FCM_* env > ~/.hapi/settings.json > defaults
+    let push = try await NativePush.start()  // HAPI_*/APNS_*/FCM_* env > ~/.hapi/settings.json > defaults
     let answer = await push.register(namespace: "default", body: body)  // POST /api/devices/register
     print(answer.status, answer.body)  // 200 {"ok":true}, or 400 naming every bad field
     let session = NotificationComposer.Session(id: "s1", agent: "Claude", project: "hapi")

@@ -244,7 +244,8 @@ import Testing
         let fixture = try ConfigFixture()
         fixture.environment["HAPI_ANDROID_PUSH"] = "bogus"
         let json = try fixture.load().jsonValue
-        #expect(Set(try #require(json.objectValue).keys) == ["android", "ios", "settings", "diagnostics"])
+        #expect(Set(try #require(json.objectValue).keys) == ["android", "ios", "registry", "settings", "diagnostics"])
+        #expect(json["registry"]?["store"] == "sqlite")
         #expect(Set(try #require(json["android"]?.objectValue).keys) == ["mode", "transport", "reason"])
         #expect(json["ios"]?["transport"] == "relay")
         #expect(json["settings"]?["androidPushMode"] == ["value": "bogus", "source": "env"])

@@ -1,0 +1,193 @@
+import Glibc
+
+/// A few dedicated pthreads that run blocking work (SQLite, libpq) so that no Swift concurrency
+/// thread ever waits on a busy database or a slow server: callers enqueue a job and suspend on
+/// a continuation until a worker has run it.
+///
+/// Each worker owns one `Resource` (a database connection), made on its own thread by
+/// `makeResource` and touched only by that thread, so a resource needs no lock of its own.
+/// Jobs run in arrival order on whichever worker is free. Workers finish the queued jobs and
+/// exit when the value is released.
+package final class BlockingWorkers<Resource>: @unchecked Sendable {
+    // @unchecked: `queue`, `stopping` and `running` are only touched under `mutex`; each
+    // resource lives on the stack of its own worker thread.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let wakeup = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let state: State
+
+    /// The queue and the flags, shared with the threads (which must not keep `self` alive).
+    private final class State: @unchecked Sendable {
+        let mutex: UnsafeMutablePointer<pthread_mutex_t>
+        let wakeup: UnsafeMutablePointer<pthread_cond_t>
+        var queue: [Job] = []
+        var head = 0
+        var stopping = false
+        var running = 0
+        var idle = 0
+
+        init(mutex: UnsafeMutablePointer<pthread_mutex_t>, wakeup: UnsafeMutablePointer<pthread_cond_t>) {
+            self.mutex = mutex
+            self.wakeup = wakeup
+        }
+
+        deinit {
+            pthread_cond_destroy(wakeup)
+            pthread_mutex_destroy(mutex)
+            wakeup.deallocate()
+            mutex.deallocate()
+        }
+    }
+
+    /// A queued job: runs with the worker's resource, or with nil if it can never run.
+    typealias Job = (UnsafeMutablePointer<Resource>?) -> Void
+
+    /// Starts `count` threads; `name` says whose they are (for a debugger's benefit).
+    package init(name: String, count: Int, makeResource: @escaping @Sendable () -> Resource) {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(wakeup, nil)
+        state = State(mutex: mutex, wakeup: wakeup)
+        for _ in 0..<max(1, count) {
+            let context = WorkerContext(state: state, makeResource: makeResource)
+            if Self.spawn(context) {
+                pthread_mutex_lock(mutex)
+                state.running += 1
+                pthread_mutex_unlock(mutex)
+            }
+        }
+    }
+
+    deinit {
+        pthread_mutex_lock(mutex)
+        state.stopping = true
+        pthread_cond_broadcast(wakeup)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Runs `body` on a worker with its resource and returns its result; the calling task
+    /// suspends meanwhile. If no worker thread could be started, `body` never runs and
+    /// `unavailable` is thrown.
+    package func run<Value: Sendable, Failure: Error>(
+        unavailable: Failure, _ body: @escaping @Sendable (inout Resource) throws(Failure) -> Value
+    ) async throws(Failure) -> Value {
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, Failure>, Never>) in
+            enqueue { resource in
+                guard let resource else { return continuation.resume(returning: .failure(unavailable)) }
+                continuation.resume(returning: Result { () throws(Failure) -> Value in try body(&resource.pointee) })
+            }
+        }
+        return try result.get()
+    }
+
+    private func enqueue(_ job: @escaping Job) {
+        pthread_mutex_lock(mutex)
+        guard state.running > 0, !state.stopping else {
+            pthread_mutex_unlock(mutex)
+            return job(nil)
+        }
+        state.queue.append(job)
+        if state.idle > 0 { pthread_cond_signal(wakeup) }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Runs `body` once on a fresh thread of its own (for one-off blocking work such as opening
+    /// a store); throws `unavailable` if the thread cannot be started.
+    package static func runOnce<Value: Sendable, Failure: Error>(
+        name: String, unavailable: Failure, _ body: @escaping @Sendable () throws(Failure) -> Value
+    ) async throws(Failure) -> Value {
+        let workers = BlockingWorkers<Void>(name: name, count: 1) { () }
+        return try await workers.run(unavailable: unavailable) { (_: inout Void) throws(Failure) -> Value in try body() }
+    }
+
+    // MARK: - Threads
+
+    private final class WorkerContext {
+        let state: State
+        let makeResource: @Sendable () -> Resource
+
+        init(state: State, makeResource: @escaping @Sendable () -> Resource) {
+            self.state = state
+            self.makeResource = makeResource
+        }
+
+        /// Called and returning with the mutex held: polls the queue for a few tens of
+        /// microseconds before the thread goes to sleep, because a caller awaiting one job
+        /// after another would otherwise pay a full futex wake-up for each.
+        func spinForWork() -> Bool {
+            let deadline = monotonicNanoseconds() + 200_000
+            repeat {
+                pthread_mutex_unlock(state.mutex)
+                sched_yield()
+                pthread_mutex_lock(state.mutex)
+                if state.head < state.queue.count || state.stopping { return true }
+            } while monotonicNanoseconds() < deadline
+            return false
+        }
+
+        func main() {
+            var resource = makeResource()
+            pthread_mutex_lock(state.mutex)
+            while true {
+                if state.head < state.queue.count {
+                    let job = state.queue[state.head]
+                    state.head += 1
+                    if state.head > 64, state.head * 2 > state.queue.count {
+                        state.queue.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    pthread_mutex_unlock(state.mutex)
+                    withUnsafeMutablePointer(to: &resource) { job($0) }
+                    pthread_mutex_lock(state.mutex)
+                    continue
+                }
+                if state.stopping { break }
+                if spinForWork() { continue }
+                state.idle += 1
+                pthread_cond_wait(state.wakeup, state.mutex)
+                state.idle -= 1
+            }
+            state.running -= 1
+            let orphans = state.running == 0 ? Array(state.queue[state.head...]) : []
+            if state.running == 0 { state.queue.removeAll() }
+            pthread_mutex_unlock(state.mutex)
+            for job in orphans { job(nil) }
+        }
+    }
+
+    private static func spawn(_ context: WorkerContext) -> Bool {
+        startDetachedThread { context.main() }
+    }
+}
+
+/// What a new thread runs (non-generic, so the C entry point below can name it).
+private final class ThreadEntry {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+/// Starts a detached pthread running `body`; false when the system refused a thread.
+private func startDetachedThread(_ body: @escaping () -> Void) -> Bool {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    var thread = pthread_t()
+    let retained = Unmanaged.passRetained(ThreadEntry(body)).toOpaque()
+    let rc = pthread_create(&thread, &attributes, threadMain, retained)
+    if rc != 0 {
+        Unmanaged<ThreadEntry>.fromOpaque(retained).release()
+        return false
+    }
+    return true
+}
+
+private func threadMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let raw else { return nil }
+    Unmanaged<ThreadEntry>.fromOpaque(raw).takeRetainedValue().body()
+    return nil
+}
+
+private func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
