@@ -29,9 +29,10 @@ enum DevicesCommand {
                 request = try RegistrationRequest(
                     namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: args.value("push-key"))
             } catch {
-                throw UsageError("invalid registration:\n" + error.fieldErrors.keys.sorted().flatMap { field in
-                    error.fieldErrors[field, default: []].map { "  \(cliName(field)): \($0)" }
-                }.joined(separator: "\n"))
+                let lines = error.formErrors.map { "  \($0)" } + error.orderedFieldErrors.flatMap { entry in
+                    entry.messages.map { "  \(cliName(entry.field)): \($0)" }
+                }
+                throw UsageError("invalid registration:\n" + lines.joined(separator: "\n"))
             }
             let registry = DeviceRegistry(store: try openStore(dataDirectory))
             let stored = try await registry.register(request)
