@@ -139,10 +139,10 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 }
 
 /// Object keys as JavaScript compares them: by exact code units, never by canonical equivalence.
-enum JSONKey {
+package enum JSONKey {
     /// Exactly the same scalars (UTF-8 bytes), unlike `String ==`.
     @inline(__always)
-    static func same(_ a: String, _ b: String) -> Bool {
+    package static func same(_ a: String, _ b: String) -> Bool {
         a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
     }
 
@@ -220,7 +220,7 @@ enum JSONKey {
 
     /// The members in JavaScript's enumeration order: array-index keys ascending, then the rest
     /// as given. `Object.entries`, `Object.keys` and `JSON.stringify` all use this order.
-    static func enumerationOrder(_ members: [(key: String, value: JSONValue)]) -> [(key: String, value: JSONValue)] {
+    package static func enumerationOrder(_ members: [(key: String, value: JSONValue)]) -> [(key: String, value: JSONValue)] {
         let unique = unique(members)
         var indexed: [(index: UInt32, member: (key: String, value: JSONValue))] = []
         var named: [(key: String, value: JSONValue)] = []
