@@ -110,4 +110,14 @@ import Testing
         #expect(fitted.notifySummary == nil)
         #expect(fitted.body == payload.body)
     }
+
+    @Test("§6.4 the all-ASCII maximum fits whole") func asciiMaximum() throws {
+        func text(_ c: String, _ n: Int) -> String { String(repeating: c, count: n) }
+        let footer =
+            #"AGENT_NOTIFY_SUMMARY {"version":1,"summary":"\#(text("S", 300))","action":"\#(text("A", 300))","status":"\#(text("s", 40))","agent":"\#(text("a", 90))","project":"\#(text("p", 90))"}"#
+        let payload = NotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(footer)])
+        #expect(payload.canonicalJSON.count == 1324)
+        #expect(PushEnvelope.sealedLength(plaintextCount: 1324) == 1804)
+        #expect(PayloadFitter.fitEnvelope(payload)?.1 == .full)
+    }
 }
