@@ -130,7 +130,7 @@ public enum CanonicalJSON {
     /// controls below U+0020 as lowercase `\u00xx`; `/`, DEL and all non-ASCII (U+2028/2029
     /// included) are written as they are. Swift strings hold no lone surrogates, so the
     /// well-formed-stringify rule for them never applies.
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    package static func writeString(_ s: String, into out: inout [UInt8]) {
         var s = s
         s.withUTF8 { writeString(utf8: $0, into: &out) }
     }

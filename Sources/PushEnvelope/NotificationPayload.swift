@@ -63,36 +63,6 @@ public struct NotificationPayload: Sendable, Hashable {
         .object(members.map { (key: $0.0, value: .string($0.1)) })
     }
 
-    /// The exact plaintext the JavaScript hub would seal: the canonical JSON of `jsonValue`,
-    /// written directly in its fixed key order (the keys are ASCII, so code-unit order is
-    /// alphabetical) without building the object.
-    public var canonicalJSON: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(64 + body.utf8.count + title.utf8.count + sessionId.utf8.count * 2 + (notifySummary?.utf8.count ?? 0) * 2)
-        var first = true
-        func member(_ key: StaticString, _ value: String?) {
-            guard let value else { return }
-            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            first = false
-            out.append(UInt8(ascii: "\""))
-            key.withUTF8Buffer { out.append(contentsOf: $0) }
-            out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-            CanonicalJSON.writeString(value, into: &out)
-        }
-        member("body", body)
-        member("contractVersion", contractVersion)
-        member("notifySummary", notifySummary)
-        member("requestId", requestId)
-        member("sessionId", sessionId)
-        member("sessionName", sessionName)
-        member("severity", severity?.rawValue)
-        member("title", title)
-        member("type", type.rawValue)
-        member("url", url)
-        out.append(UInt8(ascii: "}"))
-        return out
-    }
-
     /// Reads a payload as a device does after decrypting: the five required fields must be
     /// strings, optional fields must be strings when present, unknown keys are ignored.
     public init(jsonObject value: JSONValue) throws(EnvelopeError) {
