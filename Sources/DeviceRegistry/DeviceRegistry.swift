@@ -73,38 +73,14 @@ public struct DeviceRegistry: Sendable {
         Answer(status: 500, body: JSONValue.object(["error": "Device registry unavailable"]).canonicalString)
     }
 
-    /// Decodes and validates a register body, naming every failing field.
+    /// Decodes and validates a register body as the JavaScript hub does (Content-Type
+    /// ignored; a body that is not JSON is `null`), then by our stricter rules.
     public static func decodeRegistration(namespace: String, body: [UInt8]) throws(RegistrationError) -> RegistrationRequest {
-        let object = try decodeObject(body)
-        var issues = RegistrationError.FieldIssues()
-        let request = RegistrationRequest(
-            namespace: namespace, rawPlatform: object["platform"], rawDeviceId: object["deviceId"], rawToken: object["token"],
-            rawPushKey: object["pushKey"], issues: &issues)
-        guard issues.isEmpty else { throw RegistrationError(fieldErrors: issues.errors) }
-        return request
+        try RegistrationValidation.register(namespace: namespace, body: RegistrationValidation.parseBody(body))
     }
 
-    /// Decodes and validates an unregister body.
+    /// Decodes and validates an unregister body (`{"token"}`).
     public static func decodeUnregistration(body: [UInt8]) throws(RegistrationError) -> String {
-        let object = try decodeObject(body)
-        var issues = RegistrationError.FieldIssues()
-        let token = RegistrationValidation.string(object["token"], field: "token", issues: &issues)
-        if let token, token.isEmpty { issues.add("token", "token must not be empty") }
-        guard issues.isEmpty, let token else { throw RegistrationError(fieldErrors: issues.errors) }
-        return token
-    }
-
-    /// The body as a JSON object; members are then looked up byte for byte (`JSONValue[key]`).
-    private static func decodeObject(_ body: [UInt8]) throws(RegistrationError) -> JSONValue {
-        let value: JSONValue
-        do {
-            value = try JSONParser.parse(body)
-        } catch {
-            throw RegistrationError(fieldErrors: ["_body": ["body must be a JSON object: \(error.description)"]])
-        }
-        guard value.objectValue != nil else {
-            throw RegistrationError(fieldErrors: ["_body": ["body must be a JSON object, got \(value.typeName)"]])
-        }
-        return value
+        try RegistrationValidation.unregister(body: RegistrationValidation.parseBody(body))
     }
 }

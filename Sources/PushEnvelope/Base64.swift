@@ -11,6 +11,13 @@ public enum Base64 {
         return table
     }()
 
+    /// The 6-bit value of a standard alphabet character, or nil.
+    @inline(__always)
+    static func alphabetValue(_ byte: UInt8) -> UInt8? {
+        let value = decodeTable[Int(byte)]
+        return value == 0xFF ? nil : value
+    }
+
     /// Encodes with padding.
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         if let text = bytes.withContiguousStorageIfAvailable({ encode($0) }) { return text }

@@ -1,12 +1,14 @@
 /// Serializes a `JSONValue` byte-identically to the JavaScript hub's canonical form:
 /// `JSON.stringify` of an object whose keys were recursively sorted with JavaScript's default
-/// sort (UTF-16 code-unit order), with no whitespace.
+/// sort (UTF-16 code-unit order), with no whitespace. Rebuilding the sorted object in JavaScript
+/// still enumerates array-index keys ("0" … "4294967294") first, in numeric order, and drops a
+/// `__proto__` key (assigning it sets the prototype); so do we.
 public enum CanonicalJSON {
     /// The canonical UTF-8 bytes of `value`.
     public static func bytes(_ value: JSONValue) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        write(value, into: &out)
+        write(value, sorted: true, into: &out)
         return out
     }
 
@@ -15,14 +17,24 @@ public enum CanonicalJSON {
         String(decoding: bytes(value), as: UTF8.self)
     }
 
+    /// `JSON.stringify(value)` without sorting: objects in JavaScript's enumeration order
+    /// (array-index keys ascending, then the others in insertion order), as the JavaScript hub
+    /// writes FCM messages, `notifySummary` and a permission's `Args:` line.
+    package static func javaScriptBytes(_ value: JSONValue) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(value, sorted: false, into: &out)
+        return out
+    }
+
     /// Orders keys as JavaScript's `Array.prototype.sort` does by default: by UTF-16 code units.
     /// This differs from Swift's `String <` (Unicode scalars, canonical equivalence) for
     /// astral-plane characters versus U+E000–U+FFFF, and for composed versus decomposed forms.
     public static func jsKeyOrder(_ a: String, _ b: String) -> Bool {
-        a.utf16.lexicographicallyPrecedes(b.utf16)
+        JSONKey.codeUnitOrder(a, b)
     }
 
-    static func write(_ value: JSONValue, into out: inout [UInt8]) {
+    static func write(_ value: JSONValue, sorted: Bool, into out: inout [UInt8]) {
         switch value {
         case .null:
             out.append(contentsOf: "null".utf8)
@@ -37,22 +49,79 @@ public enum CanonicalJSON {
             writeString(s, into: &out)
         case .array(let elements):
             out.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                write(element, into: &out)
+            var first = true
+            for element in elements {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                write(element, sorted: sorted, into: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out.append(UInt8(ascii: "{"))
-            let keys = members.keys.sorted(by: jsKeyOrder)
-            for (index, key) in keys.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                if let member = members[key] { write(member, into: &out) }
+            if sorted {
+                writeSortedObject(members, into: &out)
+            } else {
+                out.append(UInt8(ascii: "{"))
+                var first = true
+                for member in JSONKey.enumerationOrder(members) {
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    writeString(member.key, into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    write(member.value, sorted: false, into: &out)
+                }
+                out.append(UInt8(ascii: "}"))
             }
-            out.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// Array-index keys first (numerically), then code-unit order; a key listed twice is written
+    /// once with its last value; `__proto__` is dropped.
+    private static func writeSortedObject(_ members: [(key: String, value: JSONValue)], into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        defer { out.append(UInt8(ascii: "}")) }
+        if members.count == 1 {
+            let member = members[0]
+            if isProto(member.key) { return }
+            writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            write(member.value, sorted: true, into: &out)
+            return
+        }
+        guard !members.isEmpty else { return }
+        // Non-index keys rank UInt64.max and are then ordered by code units.
+        var order: [(rank: UInt64, position: Int)] = []
+        order.reserveCapacity(members.count)
+        for (position, member) in members.enumerated() {
+            order.append((JSONKey.arrayIndex(member.key).map { UInt64($0) } ?? .max, position))
+        }
+        order.sort { a, b in
+            if a.rank != b.rank { return a.rank < b.rank }
+            guard a.rank == .max else { return a.position < b.position }
+            return JSONKey.codeUnitOrder(members[a.position].key, members[b.position].key)
+        }
+        var first = true
+        var i = 0
+        while i < order.count {
+            var chosen = order[i].position
+            var j = i + 1
+            while j < order.count, JSONKey.same(members[order[j].position].key, members[chosen].key) {
+                chosen = max(chosen, order[j].position)
+                j += 1
+            }
+            i = j
+            let member = members[chosen]
+            if isProto(member.key) { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            write(member.value, sorted: true, into: &out)
+        }
+    }
+
+    @inline(__always)
+    private static func isProto(_ key: String) -> Bool {
+        key.utf8.count == 9 && key.utf8.elementsEqual("__proto__".utf8)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
@@ -62,30 +131,39 @@ public enum CanonicalJSON {
     /// included) are written as they are. Swift strings hold no lone surrogates, so the
     /// well-formed-stringify rule for them never applies.
     package static func writeString(_ s: String, into out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { writeString(utf8: $0, into: &out) }
+    }
+
+    static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        var text = s
-        text.withUTF8 { bytes in
-            // Runs that need no escape are copied whole.
-            var runStart = 0
-            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
-                runStart = index + 1
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                default:
-                    out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                    out.append(hexDigits[Int(byte >> 4)])
-                    out.append(hexDigits[Int(byte & 0x0F)])
-                }
+        var runStart = 0
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == 0x22 || byte == 0x5C else {
+                index += 1
+                continue
             }
-            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
+            if index > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            default:
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0F)])
+            }
+            index += 1
+            runStart = index
         }
+        if count > runStart { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<count])) }
         out.append(UInt8(ascii: "\""))
     }
 
@@ -153,4 +231,6 @@ extension JSONValue {
     public var canonicalBytes: [UInt8] { CanonicalJSON.bytes(self) }
     /// The canonical text, as the JavaScript hub writes it.
     public var canonicalString: String { CanonicalJSON.string(self) }
+    /// `JSON.stringify(self)` in JavaScript's enumeration order, not sorted.
+    package var javaScriptString: String { String(decoding: CanonicalJSON.javaScriptBytes(self), as: UTF8.self) }
 }

@@ -1,8 +1,8 @@
 /// A strict RFC 8259 JSON parser for request bodies, payload files and settings.
 ///
 /// Our own, so hostile input meets one well-understood code path: a nesting limit instead of
-/// unbounded recursion, typed errors with a byte offset, and JavaScript's `JSON.parse` rule for
-/// duplicate keys (the last one wins).
+/// unbounded recursion, typed errors with a byte offset, and JavaScript's `JSON.parse` rules for
+/// keys (compared exactly; a repeated key keeps its first position and takes the last value).
 public struct JSONParser {
     /// Deepest nesting accepted; deeper input is rejected instead of exhausting the stack.
     public static let maximumDepth = 256
@@ -14,7 +14,14 @@ public struct JSONParser {
 
     /// Parses one JSON text from UTF-8 bytes (a leading BOM is not accepted, as in RFC 8259).
     public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes)
+        try parse(bytes, replacingLoneSurrogates: false)
+    }
+
+    /// Parses as `JSON.parse` reads text the JavaScript hub received: a `\u` escape of an
+    /// unpaired surrogate, which JavaScript keeps and a Swift string cannot hold, becomes U+FFFD
+    /// instead of an error (with `replacingLoneSurrogates`).
+    package static func parse(_ bytes: [UInt8], replacingLoneSurrogates: Bool) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, replacingLoneSurrogates: replacingLoneSurrogates)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -25,9 +32,13 @@ public struct JSONParser {
     }
 
     private let bytes: [UInt8]
+    private let replacingLoneSurrogates: Bool
     private var index = 0
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: [UInt8], replacingLoneSurrogates: Bool) {
+        self.bytes = bytes
+        self.replacingLoneSurrogates = replacingLoneSurrogates
+    }
 
     private mutating func skipWhitespace() {
         while index < bytes.count {
@@ -65,7 +76,8 @@ public struct JSONParser {
 
     private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         index += 1
-        var members: [String: JSONValue] = [:]
+        var members: [(key: String, value: JSONValue)] = []
+        var keys = ExactKeyIndex()
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -76,18 +88,20 @@ public struct JSONParser {
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             guard bytes[index] == UInt8(ascii: "\"") else { throw JSONParseError(.expectedKey, offset: index) }
             let key = try parseString()
-            // Swift strings compare canonically equivalent keys ("é" composed and decomposed, "K"
-            // and the Kelvin sign) as equal; JavaScript keeps them apart. Refuse the ambiguity
-            // rather than merge two members into one.
-            if let existing = members.index(forKey: key), !members.keys[existing].utf8.elementsEqual(key.utf8) {
-                throw JSONParseError(.equivalentKeys, offset: index)
-            }
             skipWhitespace()
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             guard bytes[index] == UInt8(ascii: ":") else { throw JSONParseError(.expectedColon, offset: index) }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue(depth: depth + 1)
+            let value = try parseValue(depth: depth + 1)
+            // As `JSON.parse`: a repeated key keeps its first position and takes the last value.
+            // Keys are compared exactly, so "é" and "e\u{301}" stay two members, as in JavaScript.
+            if let existing = keys.position(of: key, in: members) {
+                members[existing].value = value
+            } else {
+                keys.insert(key, at: members.count)
+                members.append((key: key, value: value))
+            }
             skipWhitespace()
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             switch bytes[index] {
@@ -122,26 +136,20 @@ public struct JSONParser {
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = index
         index += 1
-        var scalars = String.UnicodeScalarView()
         var runStart = index
         var decoded: [UInt8] = []
-        func flushRun(_ end: Int) {
-            if end > runStart { decoded.append(contentsOf: bytes[runStart..<end]) }
-        }
+        var escaped = false
         while true {
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: start) }
             let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                flushRun(index)
-                index += 1
-                break
-            }
+            if byte == UInt8(ascii: "\"") { break }
             if byte < 0x20 { throw JSONParseError(.controlCharacterInString, offset: index) }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
             }
-            flushRun(index)
+            if index > runStart { decoded.append(contentsOf: bytes[runStart..<index]) }
+            escaped = true
             index += 1
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             let escape = bytes[index]
@@ -157,23 +165,24 @@ public struct JSONParser {
             case UInt8(ascii: "t"): decoded.append(0x09)
             case UInt8(ascii: "u"):
                 let scalar = try parseUnicodeEscape()
-                decoded.append(contentsOf: Array(String(Character(scalar)).utf8))
+                UTF8.encode(scalar) { decoded.append($0) }
             default:
                 throw JSONParseError(.invalidEscape, offset: index - 1)
             }
             runStart = index
         }
+        let end = index
+        index += 1
         // Validate UTF-8 strictly: invalid sequences are an error, not silently replaced.
-        var iterator = decoded.makeIterator()
-        var utf8 = UTF8()
-        loop: while true {
-            switch utf8.decode(&iterator) {
-            case .scalarValue(let scalar): scalars.append(scalar)
-            case .emptyInput: break loop
-            case .error: throw JSONParseError(.invalidUTF8, offset: start)
-            }
+        let text: String?
+        if escaped {
+            if end > runStart { decoded.append(contentsOf: bytes[runStart..<end]) }
+            text = String(validating: decoded, as: UTF8.self)
+        } else {
+            text = String(validating: bytes[(start + 1)..<end], as: UTF8.self)
         }
-        return String(scalars)
+        guard let text else { throw JSONParseError(.invalidUTF8, offset: start) }
+        return text
     }
 
     /// Reads the hex digits after `\u`, joining a surrogate pair. A lone surrogate cannot be
@@ -181,17 +190,22 @@ public struct JSONParser {
     private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
         let first = try readHex4()
         if (0xD800...0xDBFF).contains(first) {
-            guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                throw JSONParseError(.loneSurrogate, offset: index)
+            let afterFirst = index
+            if index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+                index += 2
+                let second = try readHex4()
+                if (0xDC00...0xDFFF).contains(second), let scalar = Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)) {
+                    return scalar
+                }
             }
-            index += 2
-            let second = try readHex4()
-            guard (0xDC00...0xDFFF).contains(second) else { throw JSONParseError(.loneSurrogate, offset: index) }
-            let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-            guard let scalar = Unicode.Scalar(value) else { throw JSONParseError(.loneSurrogate, offset: index) }
-            return scalar
+            guard replacingLoneSurrogates else { throw JSONParseError(.loneSurrogate, offset: afterFirst) }
+            index = afterFirst  // the next escape, if any, is read on its own
+            return "\u{FFFD}"
         }
-        guard let scalar = Unicode.Scalar(first) else { throw JSONParseError(.loneSurrogate, offset: index) }
+        guard let scalar = Unicode.Scalar(first) else {
+            guard replacingLoneSurrogates else { throw JSONParseError(.loneSurrogate, offset: index) }
+            return "\u{FFFD}"
+        }
         return scalar
     }
 
@@ -268,7 +282,6 @@ public struct JSONParseError: Error, Hashable, CustomStringConvertible {
         case invalidUTF8 = "invalid UTF-8 in string"
         case invalidNumber = "invalid number"
         case tooDeep = "nesting deeper than 256 levels"
-        case equivalentKeys = "two object keys differ only in Unicode normalization"
     }
 
     public let reason: Reason

@@ -6,7 +6,7 @@ public struct NotificationPayload: Sendable, Hashable {
 
     public var type: NotificationType
     public var sessionId: String
-    /// Display name, `agent - project`.
+    /// The session's display name (the JavaScript hub's: metadata name, summary, path or id).
     public var sessionName: String?
     /// Deep-link path, usually `/sessions/<sessionId>`.
     public var url: String?
@@ -37,26 +37,30 @@ public struct NotificationPayload: Sendable, Hashable {
     }
 
     /// The payload's fields as string pairs; absent optionals are omitted, never null.
-    /// This is also the direct-FCM `data` map, where every value must be a string.
     public var fields: [String: String] {
-        var fields: [String: String] = [
-            "type": type.rawValue,
-            "sessionId": sessionId,
-            "title": title,
-            "body": body,
-            "contractVersion": contractVersion,
-        ]
-        if let sessionName { fields["sessionName"] = sessionName }
-        if let url { fields["url"] = url }
-        if let requestId { fields["requestId"] = requestId }
-        if let severity { fields["severity"] = severity.rawValue }
-        if let notifySummary { fields["notifySummary"] = notifySummary }
+        var fields: [String: String] = [:]
+        for (key, value) in members { fields[key] = value }
         return fields
     }
 
-    /// The payload as a JSON object.
+    /// The present fields in the JavaScript hub's insertion order (its direct-FCM `data` order):
+    /// `type`, `sessionId`, `sessionName`, `url`, `title`, `body`, `contractVersion`, then
+    /// `requestId`, `severity`, `notifySummary`.
+    var members: [(String, String)] {
+        var members: [(String, String)] = [("type", type.rawValue), ("sessionId", sessionId)]
+        if let sessionName { members.append(("sessionName", sessionName)) }
+        if let url { members.append(("url", url)) }
+        members += [("title", title), ("body", body), ("contractVersion", contractVersion)]
+        if let requestId { members.append(("requestId", requestId)) }
+        if let severity { members.append(("severity", severity.rawValue)) }
+        if let notifySummary { members.append(("notifySummary", notifySummary)) }
+        return members
+    }
+
+    /// The payload as a JSON object, members in the JavaScript hub's insertion order (see
+    /// `members`); its canonical form sorts them.
     public var jsonValue: JSONValue {
-        .object(fields.mapValues { .string($0) })
+        .object(members.map { (key: $0.0, value: .string($0.1)) })
     }
 
     /// Reads a payload as a device does after decrypting: the five required fields must be

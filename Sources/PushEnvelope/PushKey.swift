@@ -26,6 +26,34 @@ public struct PushKey: Sendable, Equatable, CustomStringConvertible, CustomDebug
         try self.init(bytes: decoded)
     }
 
+    /// Parses a registration's `pushKey` as the JavaScript hub accepts it: the whole text is
+    /// base64 alphabet characters (`A–Z a–z 0–9 + /`) followed by at most two `=`, and decodes
+    /// leniently (Node's `Buffer.from(text, "base64")`: padding optional, unused trailing bits
+    /// dropped) to exactly 32 bytes. That is exactly 43 alphabet characters and 0, 1 or 2 `=`.
+    /// `base64` then gives the canonical 44-character form the hub stores.
+    public init(lenientBase64 text: String) throws(PushKeyError) {
+        let input = Array(text.utf8)
+        guard !input.isEmpty else { throw .empty }
+        var alphabetCount = 0
+        while alphabetCount < input.count, Base64.alphabetValue(input[alphabetCount]) != nil { alphabetCount += 1 }
+        let padding = input.count - alphabetCount
+        guard input[alphabetCount...].allSatisfy({ $0 == UInt8(ascii: "=") }) else { throw .invalidBase64(.invalidCharacter) }
+        guard alphabetCount > 0, padding <= 2 else { throw .invalidBase64(.misplacedPadding) }
+        var out: [UInt8] = []
+        out.reserveCapacity(alphabetCount * 6 / 8)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in input[..<alphabetCount] {
+            accumulator = (accumulator << 6 | UInt32(Base64.alphabetValue(byte) ?? 0)) & 0xFFFF
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        try self.init(bytes: out)
+    }
+
     /// A fresh random key, as a device would generate it (and as tests and the demo need).
     public static func generate() throws(EnvelopeError) -> PushKey {
         PushKey(unchecked: try SecureRandom.bytes(byteCount))

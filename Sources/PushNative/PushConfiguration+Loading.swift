@@ -22,7 +22,7 @@ extension PushConfiguration {
     ) throws(SettingsFileError) -> PushConfiguration {
         let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment)
         let file = directory.map { SettingsFile(directory: $0) }
-        let stored = JSONValue.object(try file?.read() ?? [:])  // members looked up byte for byte
+        let stored = JSONValue.object(try file?.read() ?? [])  // members looked up exactly
         var diagnostics: [Diagnostic] = []
         var settings: [String: ResolvedSetting] = [:]
         var firstSight: [String: String] = [:]

@@ -23,13 +23,14 @@ public struct SettingsFile: Sendable {
     // Not Locked<Void>: ThreadSanitizer mistakes the zero-size value for the object header.
     private static let inProcess = Locked<Int>(0)
 
-    /// The file's top-level object; empty when the file does not exist.
-    public func read() throws(SettingsFileError) -> [String: JSONValue] {
+    /// The file's top-level members, in the file's order (keys compared exactly, never merged);
+    /// empty when the file does not exist.
+    public func read() throws(SettingsFileError) -> [(key: String, value: JSONValue)] {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw SettingsFileError.unreadable.with("cannot read \(path): give the hub's user read access, or remove it")
             }
-            return [:]
+            return []
         }
         let value: JSONValue
         do {
@@ -53,12 +54,13 @@ public struct SettingsFile: Sendable {
         guard !values.isEmpty else { return [] }
         return try SettingsFile.inProcess.withLock { _ throws(SettingsFileError) -> [String] in
             try withFileLock { () throws(SettingsFileError) -> [String] in
-                var object = try read()
-                let added = values.keys.filter { object[$0] == nil }.sorted()
+                var members = try read()
+                let present = JSONValue.object(members)
+                let added = values.keys.filter { present[$0] == nil }.sorted()
                 guard !added.isEmpty else { return [] }
                 removeAbandonedTemporaryFiles()
-                for key in added { object[key] = .string(values[key] ?? "") }
-                try writeAtomically(object)
+                for key in added { members.append((key: key, value: .string(values[key] ?? ""))) }
+                try writeAtomically(members)
                 return added
             }
         }
@@ -69,8 +71,9 @@ public struct SettingsFile: Sendable {
         switch value {
         case .object(let members) where !members.isEmpty:
             let inner = indent + "  "
-            let lines = members.keys.sorted(by: CanonicalJSON.jsKeyOrder).map { key in
-                inner + JSONValue.string(key).canonicalString + ": " + render(members[key] ?? .null, indent: inner)
+            let sorted = members.sorted { CanonicalJSON.jsKeyOrder($0.key, $1.key) }
+            let lines = sorted.map { member -> String in
+                inner + JSONValue.string(member.key).canonicalString + ": " + render(member.value, indent: inner)
             }
             return "{\n" + lines.joined(separator: ",\n") + "\n" + indent + "}"
         case .array(let elements) where !elements.isEmpty:
@@ -125,7 +128,7 @@ public struct SettingsFile: Sendable {
 
     /// Temp file in the same directory → write → fsync → rename over → fsync the directory.
     /// A crash at any point leaves either the old file or the new one, whole.
-    private func writeAtomically(_ object: [String: JSONValue]) throws(SettingsFileError) {
+    private func writeAtomically(_ object: [(key: String, value: JSONValue)]) throws(SettingsFileError) {
         let bytes = Array((SettingsFile.render(.object(object)) + "\n").utf8)
         var template = Array((path + ".tmp-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }

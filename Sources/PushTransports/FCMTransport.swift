@@ -69,14 +69,14 @@ public struct FCMTransport: PushTransport {
     }
 
     /// A data-only message: every value a string, no `notification`, no `collapse_key`.
-    /// Wear adds `direct_boot_ok`, so a watch that rebooted can still show it.
+    /// Wear adds `direct_boot_ok`, so a watch that rebooted can still show it. Written in the
+    /// JavaScript hub's byte order: `message` as `token`, `data`, `android`; `data` in the
+    /// payload's insertion order (`NotificationPayload.jsonValue`).
     public static func body(token: String, payload: NotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
-        var android: [String: JSONValue] = ["priority": priority == .high ? "HIGH" : "NORMAL"]
-        if target == .wear { android["direct_boot_ok"] = true }
-        let message: JSONValue = [
-            "message": .object(["token": .string(token), "data": payload.jsonValue, "android": .object(android)])
-        ]
-        return message.canonicalBytes
+        var android: [(key: String, value: JSONValue)] = [(key: "priority", value: .string(priority == .high ? "HIGH" : "NORMAL"))]
+        if target == .wear { android.append((key: "direct_boot_ok", value: true)) }
+        let message: JSONValue = ["message": ["token": .string(token), "data": payload.jsonValue, "android": .object(android)]]
+        return CanonicalJSON.javaScriptBytes(message)
     }
 
     /// 2xx → sent. Invalid only on explicit token death: 404 `UNREGISTERED`, or 400
@@ -85,7 +85,7 @@ public struct FCMTransport: PushTransport {
     /// failed. A generic 404 (wrong project), 401/403, 429, 5xx → failed; 429, 500 and 503
     /// (`UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`) may be retried by a policy.
     public static func classify(status: Int, body: [UInt8]) -> Classification {
-        let error = ProviderCall.jsonObject(body)?["error"]?.objectValue
+        let error = ProviderCall.jsonObject(body)?["error"]
         let googleStatus = error?["status"]?.stringValue
         let message = error?["message"]?.stringValue ?? ""
         var fcmErrorCode: String?

@@ -135,10 +135,10 @@ struct ProviderCall: Sendable {
         }
     }
 
-    /// The body as a JSON object, when it is one.
-    static func jsonObject(_ body: [UInt8]) -> [String: JSONValue]? {
-        guard !body.isEmpty, body.count <= 65_536 else { return nil }
-        return (try? JSONParser.parse(body))?.objectValue
+    /// The body as a JSON object, when it is one (members then looked up exactly, `value["key"]`).
+    static func jsonObject(_ body: [UInt8]) -> JSONValue? {
+        guard !body.isEmpty, body.count <= 65_536, let value = try? JSONParser.parse(body), value.objectValue != nil else { return nil }
+        return value
     }
 
     /// A short, log-safe excerpt of a provider message: one line, at most 200 characters.

@@ -61,6 +61,12 @@ func benchEnvelope() throws {
     print("seal (random nonce + base64)        \(format(sealOnly))   ratio \(String(format: "%.2f", sealOnly / reference))")
     print("canonical JSON + seal               \(format(composeAndSeal))   ratio \(String(format: "%.2f", composeAndSeal / reference))")
     print("open (base64 + verify)              \(format(open))   ratio \(String(format: "%.2f", open / reference))")
+    // Generic canonical JSON: a parsed object like a session's agent state (nested, mixed keys).
+    let generic = try JSONParser.parse(
+        #"{"requests":{"toolu_01HXYZ":{"tool":"Bash","arguments":{"command":"swift test --parallel","description":"Run the tests","timeout":120000}},"toolu_02ABCD":{"tool":"Edit","arguments":{"file_path":"/home/dev/hapi/Sources/App.swift","old_string":"let a = 1","new_string":"let a = 2"}}},"controlledByUser":false,"thinking":true,"completedRequests":{},"version":42,"é":"x","10":1,"2":2}"#)
+    let genericBytes = generic.canonicalBytes.count
+    let genericRate = measure { sink &+= generic.canonicalBytes.count }
+    print("canonical JSON, generic \(genericBytes) B     \(format(genericRate))   ratio \(String(format: "%.2f", genericRate / reference))")
     if sink == 42 { print("") }
 }
 

@@ -7,6 +7,7 @@ enum DevicesCommand {
     static let usage = """
         Usage:
           hapi-push [--data-dir DIR] devices register --namespace NS --platform phone|wear|ios --device-id ID --token T [--push-key B64]
+          hapi-push [--data-dir DIR] devices register --namespace NS --request FILE|-
           hapi-push [--data-dir DIR] devices unregister --namespace NS --token T
           hapi-push [--data-dir DIR] devices list --namespace NS [--json]
 
@@ -15,14 +16,20 @@ enum DevicesCommand {
         list --json prints an array of {namespace, deviceId, platform, tokenHash, hasPushKey, createdAt, updatedAt};
         tokenHash is the first 12 hex digits of the token's SHA-256. Push keys are never printed.
         Validation failures exit 2 and name every failing field.
+        register --request feeds a raw request body (a file, or - for standard input) to the same handler as
+        POST /api/devices/register for NS and prints the answer's body: {"ok":true} (exit 0), or the 400 body
+        {"error":"Invalid body","issues":{"formErrors":[...],"fieldErrors":{...}}} (exit 2).
         """
 
     static func run(_ arguments: [String], dataDirectory: String?) async throws -> Int32 {
         guard let (sub, rest) = try splitSubcommand(arguments, usage: usage, command: "devices") else { return ExitCode.success.rawValue }
         switch sub {
         case "register":
-            let args = try ParsedArguments(rest, valueFlags: ["namespace", "platform", "device-id", "token", "push-key"])
+            let args = try ParsedArguments(rest, valueFlags: ["namespace", "platform", "device-id", "token", "push-key", "request"])
             try args.rejectPositionals()
+            if let path = args.value("request") {
+                return try await registerRequest(args, path: path, dataDirectory: dataDirectory)
+            }
             let (namespace, platform) = (try args.required("namespace"), try args.required("platform"))
             let (deviceId, token) = (try args.required("device-id"), try args.required("token"))
             let request: RegistrationRequest
@@ -30,9 +37,10 @@ enum DevicesCommand {
                 request = try RegistrationRequest(
                     namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: args.value("push-key"))
             } catch {
-                throw UsageError("invalid registration:\n" + error.fieldErrors.keys.sorted().flatMap { field in
-                    error.fieldErrors[field, default: []].map { "  \(cliName(field)): \($0)" }
-                }.joined(separator: "\n"))
+                let lines = error.formErrors.map { "  \($0)" } + error.orderedFieldErrors.flatMap { entry in
+                    entry.messages.map { "  \(cliName(entry.field)): \($0)" }
+                }
+                throw UsageError("invalid registration:\n" + lines.joined(separator: "\n"))
             }
             let registry = DeviceRegistry(store: try await openStore(dataDirectory))
             let stored = try await registry.register(request)
@@ -76,6 +84,28 @@ enum DevicesCommand {
             return ExitCode.success.rawValue
         default:
             throw UsageError("unknown devices command '\(sub)' (expected register, unregister or list)")
+        }
+    }
+
+    /// `register --request`: the hub's handler on a raw body. A refused body never opens the registry.
+    static func registerRequest(_ args: ParsedArguments, path: String, dataDirectory: String?) async throws -> Int32 {
+        for flag in ["platform", "device-id", "token", "push-key"] where args.value(flag) != nil {
+            throw UsageError("--request takes the whole body; do not combine it with --\(flag)")
+        }
+        let namespace = try args.required("namespace")
+        let body = try InputFile.read(path, option: "request")
+        do {
+            _ = try DeviceRegistry.decodeRegistration(namespace: namespace, body: body)
+        } catch {
+            print(error.responseBody)
+            return ExitCode.usage.rawValue
+        }
+        let answer = await DeviceRegistry(store: try await openStore(dataDirectory)).handleRegister(namespace: namespace, body: body)
+        print(answer.body)
+        switch answer.status {
+        case 200: return ExitCode.success.rawValue
+        case 400: return ExitCode.usage.rawValue
+        default: return ExitCode.failure.rawValue
         }
     }
 

@@ -11,6 +11,7 @@ let topUsage = """
       config [--json]      Show the transport chosen for each platform, every setting's source, diagnostics
       devices register|unregister|list   Manage the device registry (DIR/native-push.sqlite3)
       send                 Dispatch one notification to every device of a namespace
+      compose --event F    Print the payload the hub would seal for an iOS device after one event
       envelope seal|open   Seal or open an end-to-end encrypted push envelope
       demo                 The whole flow against loopback stand-ins (no network, no credentials)
 
@@ -49,6 +50,8 @@ func runCommand(_ allArguments: [String]) async -> Int32 {
             return try ConfigCommand.run(rest, dataDirectory: dataDirectory)
         case "send":
             return try await SendCommand.run(rest, dataDirectory: dataDirectory)
+        case "compose":
+            return try ComposeCommand.run(rest)
         case "devices":
             return try await DevicesCommand.run(rest, dataDirectory: dataDirectory)
         case "demo":

@@ -64,7 +64,8 @@ import Testing
 
             let bytes = try #require(FileManager.default.contents(atPath: settingsPath), "round \(round): settings.json vanished")
             let parsed = try? JSONParser.parse([UInt8](bytes))
-            let object = try #require(parsed?.objectValue, "round \(round) (\(moment)): not a JSON object: \(String(decoding: bytes, as: UTF8.self).prefix(200))")
+            let object = try #require(parsed, "round \(round) (\(moment)): not a JSON object: \(String(decoding: bytes, as: UTF8.self).prefix(200))")
+            try #require(object.objectValue != nil, "round \(round) (\(moment)): not a JSON object")
             let missing = acknowledged.filter { object[$0] == nil }
             #expect(missing.isEmpty, "round \(round) (\(moment)): acknowledged keys lost: \(missing.sorted().prefix(5))")
             #expect(object["theme"] == "dark")
@@ -77,7 +78,7 @@ import Testing
         #expect(finalLines == ["added final"])
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty)
-        let object = try #require(try JSONParser.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: settingsPath)))).objectValue)
+        let object = try JSONParser.parse([UInt8](Data(contentsOf: URL(fileURLWithPath: settingsPath))))
         #expect(acknowledged.union(["final"]).allSatisfy { object[$0] != nil })
         print("crash-consistency settings: \(Self.rounds) kills, \(acknowledged.count) acknowledged keys all present\n  " + log.joined(separator: "\n  "))
     }

@@ -103,7 +103,7 @@ import Testing
         #expect(answer.status == 400)
         #expect(
             answer.body
-                == #"{"error":"Invalid body","issues":{"fieldErrors":{"pushKey":["platform \"ios\" requires pushKey: base64 of exactly 32 bytes"]}}}"#)
+                == #"{"error":"Invalid body","issues":{"formErrors":[],"fieldErrors":{"pushKey":["platform \"ios\" requires pushKey: base64 of exactly 32 bytes"]}}}"#)
     }
 
     @Test(arguments: [
@@ -117,8 +117,11 @@ import Testing
         #expect(answer.status == 400)
         let json = try JSONParser.parse(answer.body)
         #expect(json["error"] == "Invalid body")
+        // zod's shape: body-level problems in formErrors, field problems in fieldErrors.
+        let formErrors = try #require(json["issues"]?["formErrors"]?.arrayValue)
         let fieldErrors = try #require(json["issues"]?["fieldErrors"]?.objectValue)
-        #expect(!fieldErrors.isEmpty)
+        #expect(!fieldErrors.isEmpty || !formErrors.isEmpty)
+        #expect(formErrors.allSatisfy { ($0.stringValue ?? "").count > 5 })
         for (_, messages) in fieldErrors {
             #expect((messages.arrayValue ?? []).allSatisfy { ($0.stringValue ?? "").count > 5 })
         }

@@ -20,16 +20,23 @@ enum CLI {
         return directory.appendingPathComponent("hapi-push")
     }
 
-    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> CLIResult {
+    /// Runs the CLI; `input`, when given, is its standard input (small: written before reading).
+    static func run(_ arguments: [String], environment: [String: String]? = nil, input: String? = nil) throws -> CLIResult {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
         let out = Pipe()
         let err = Pipe()
+        let stdin = Pipe()
         process.standardOutput = out
         process.standardError = err
+        if input != nil { process.standardInput = stdin }
         try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

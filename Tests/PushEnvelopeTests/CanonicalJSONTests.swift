@@ -136,8 +136,19 @@ import Testing
         #expect(body["caf\u{E9}"] == 1)
     }
 
-    @Test func equivalentButDifferentKeysAreRefused() {
-        #expect(throws: JSONParseError.self) { try JSONParser.parse("{\"caf\u{E9}\":1,\"cafe\u{301}\":2}") }
-        #expect(throws: Never.self) { try JSONParser.parse("{\"caf\u{E9}\":1,\"caf\u{E9}\":2}") }
+    @Test func equivalentButDifferentKeysStayTwoMembers() throws {
+        // JavaScript keeps both keys (it compares code units); so do we, in code-unit order.
+        let two = try JSONParser.parse("{\"caf\u{E9}\":1,\"cafe\u{301}\":2}")
+        #expect(two.objectValue?.count == 2)
+        #expect(two["caf\u{E9}"] == 1)
+        #expect(two["cafe\u{301}"] == 2)
+        #expect(two.canonicalString == "{\"cafe\u{301}\":2,\"caf\u{E9}\":1}")
+        // The same key twice is one member: the last value, at the first position.
+        let one = try JSONParser.parse("{\"caf\u{E9}\":1,\"b\":0,\"caf\u{E9}\":2}")
+        #expect(one.objectValue?.map(\.key) == ["caf\u{E9}", "b"])
+        #expect(one["caf\u{E9}"] == 2)
+        // Equal values compare keys exactly too.
+        #expect(two != JSONValue.object([(key: "caf\u{E9}", value: 1), (key: "caf\u{E9}", value: 2)]))
+        #expect(JSONValue.string("caf\u{E9}") != JSONValue.string("cafe\u{301}"))
     }
 }

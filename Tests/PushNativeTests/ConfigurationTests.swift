@@ -31,10 +31,12 @@ final class ConfigFixture: @unchecked Sendable {
         FileManager.default.contents(atPath: settingsPath).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    func settingsObject() throws -> [String: JSONValue] {
+    /// The file's top-level object (members looked up exactly, `object["key"]`).
+    func settingsObject() throws -> JSONValue {
         let text = try #require(settingsText())
         let value = try JSONParser.parse(text)
-        return try #require(value.objectValue)
+        try #require(value.objectValue != nil)
+        return value
     }
 
     func load(persist: Bool = true) throws(SettingsFileError) -> PushConfiguration {
@@ -247,7 +249,7 @@ final class ConfigFixture: @unchecked Sendable {
             #expect(process.terminationStatus == 0)
         }
         let object = try fixture.settingsObject()
-        #expect(object.count == 2 * count + 1)
+        #expect(object.objectValue?.count == 2 * count + 1)
         #expect(object["keep"] == "me")
         #expect(object["key-a-\(count - 1)"] == "a")
         #expect(object["key-b-0"] == "b")
@@ -262,6 +264,6 @@ final class ConfigFixture: @unchecked Sendable {
             }
             try await group.waitForAll()
         }
-        #expect(try fixture.settingsObject().count == 32)
+        #expect(try fixture.settingsObject().objectValue?.count == 32)
     }
 }

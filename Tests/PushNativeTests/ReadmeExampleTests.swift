@@ -16,6 +16,23 @@ func handleAgentReady(body: [UInt8]) async throws {
 }
 // README-EXAMPLE-END
 
+// README-HUB-EXAMPLE-BEGIN
+/// The JavaScript hub's notifications and timing: feed the scheduler the hub's session and
+/// message events; it composes and delivers when the JavaScript hub would.
+func makeScheduler(
+    push: NativePush, namespace: String, session: @escaping @Sendable (String) async -> PushSession?,
+    recentMessages: @escaping @Sendable (String) async -> [JSONValue]
+) -> PushNotificationScheduler<ContinuousClock> {
+    PushNotificationScheduler(session: session, recentMessages: recentMessages) { payload in
+        let report = try? await push.dispatch(payload, namespace: namespace)
+        if report?.suppressWebPush != true { /* send the Web Push fallback */ }
+    }
+}
+// On session-added/updated:  await scheduler.sessionUpdated(PushSession(id: id, active: active, metadata: metadata, agentState: agentState))
+// On session-removed:        await scheduler.sessionRemoved(id: id)
+// On message-received:       await scheduler.messageReceived(sessionId: id, content: content)
+// README-HUB-EXAMPLE-END
+
 @Suite struct ReadmeExampleTests {
     @Test func readmeShowsTheCompiledExample() throws {
         let here = URL(fileURLWithPath: #filePath)
@@ -26,5 +43,8 @@ func handleAgentReady(body: [UInt8]) async throws {
         let end = try #require(source.range(of: "// README-EXAMPLE-END"))
         let example = String(source[begin.upperBound..<end.lowerBound])
         #expect(readme.contains("```swift\nimport PushNative\n\n" + example + "```"))
+        let hubBegin = try #require(source.range(of: "// README-HUB-EXAMPLE-BEGIN\n"))
+        let hubEnd = try #require(source.range(of: "// README-HUB-EXAMPLE-END"))
+        #expect(readme.contains("```swift\n" + String(source[hubBegin.upperBound..<hubEnd.lowerBound]) + "```"))
     }
 }

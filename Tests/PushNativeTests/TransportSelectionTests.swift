@@ -244,13 +244,13 @@ import Testing
         let fixture = try ConfigFixture()
         fixture.environment["HAPI_ANDROID_PUSH"] = "bogus"
         let json = try fixture.load().jsonValue
-        #expect(Set(try #require(json.objectValue).keys) == ["android", "ios", "registry", "settings", "diagnostics"])
+        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "settings", "diagnostics"])
         #expect(json["registry"]?["store"] == "sqlite")
-        #expect(Set(try #require(json["android"]?.objectValue).keys) == ["mode", "transport", "reason"])
+        #expect(Set(try #require(json["android"]?.objectValue).map(\.key)) == ["mode", "transport", "reason"])
         #expect(json["ios"]?["transport"] == "relay")
         #expect(json["settings"]?["androidPushMode"] == ["value": "bogus", "source": "env"])
         #expect(json["settings"]?["apnsKeyId"] == ["value": nil, "source": "default"])
         let diagnostic = try #require(json["diagnostics"]?.arrayValue?.first)
-        #expect(Set(try #require(diagnostic.objectValue).keys) == ["level", "setting", "message"])
+        #expect(Set(try #require(diagnostic.objectValue).map(\.key)) == ["level", "setting", "message"])
     }
 }

@@ -81,11 +81,13 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
             #expect(request.regularHeaders["authorization"] == "Bearer ya29.test-access")
             #expect(request.regularHeaders["content-type"] == "application/json")
         }
+        // The JavaScript hub's byte order (js-hub-behaviour.md §6.2): token, data, android; data in
+        // its insertion order.
         let data =
-            #"{"body":"Ready for input","contractVersion":"1","sessionId":"s1","sessionName":"claude - hapi","severity":"info","title":"Claude is ready","type":"ready","url":"/sessions/s1"}"#
-        #expect(sends[0].bodyString == #"{"message":{"android":{"priority":"HIGH"},"data":\#(data),"token":"phone:tok"}}"#)
+            #"{"type":"ready","sessionId":"s1","sessionName":"claude - hapi","url":"/sessions/s1","title":"Claude is ready","body":"Ready for input","contractVersion":"1","severity":"info"}"#
+        #expect(sends[0].bodyString == #"{"message":{"token":"phone:tok","data":\#(data),"android":{"priority":"HIGH"}}}"#)
         #expect(
-            sends[1].bodyString == #"{"message":{"android":{"direct_boot_ok":true,"priority":"HIGH"},"data":\#(data),"token":"wear:tok"}}"#)
+            sends[1].bodyString == #"{"message":{"token":"wear:tok","data":\#(data),"android":{"priority":"HIGH","direct_boot_ok":true}}}"#)
         for request in sends {
             #expect(!request.bodyString.contains("notification"))
             #expect(!request.bodyString.contains("collapse_key"))

@@ -3,7 +3,7 @@ import FuzzCheck
 import PushEnvelope
 
 /// Register and unregister bodies: a body either yields a request that obeys the contract or a
-/// 400 whose JSON body names every failing field with exactly the messages of the error.
+/// 400 whose JSON body carries exactly the error's form and field messages, in order.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let body = Array(UnsafeBufferPointer(start: data, count: size))
@@ -32,11 +32,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-/// The 400 body is `{"error":"Invalid body","issues":{"fieldErrors":{...}}}` with every message.
+/// The 400 body is `{"error":"Invalid body","issues":{"formErrors":[...],"fieldErrors":{...}}}`.
 func checkAnswer(_ error: RegistrationError) {
-    require(!error.fieldErrors.isEmpty, "a RegistrationError without fields")
-    let expected: JSONValue = .object(error.fieldErrors.mapValues { .array($0.map { .string($0) }) })
+    require(!error.fieldErrors.isEmpty || !error.formErrors.isEmpty, "a RegistrationError without problems")
+    let fields: JSONValue = .object(error.orderedFieldErrors.map { (key: $0.field, value: .array($0.messages.map { .string($0) })) })
     guard let answer = try? JSONParser.parse(error.responseBody),
-        answer["error"] == "Invalid body", answer["issues"]?["fieldErrors"] == expected
+        answer["error"] == "Invalid body", answer["issues"]?["fieldErrors"] == fields,
+        answer["issues"]?["formErrors"] == .array(error.formErrors.map { .string($0) }),
+        answer["issues"]?["fieldErrors"]?.objectValue?.map(\.key) == error.orderedFieldErrors.map(\.field)
     else { violated("malformed 400 body: \(error.responseBody)") }
 }
