@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
 STRICT := -Xswiftc -warnings-as-errors
-BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev pkg-config
+BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libmicrohttpd-dev pkg-config
 BENCH_PACKAGES := $(BUILD_PACKAGES) nghttp2-client
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean

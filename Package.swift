@@ -17,7 +17,9 @@ let package = Package(
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
         .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
+        .library(name: "PushRelay", targets: ["PushRelay"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
+        .executable(name: "hapi-push-relay", targets: ["hapi-push-relay"]),
     ],
     targets: [
         // C libraries, each behind a prefixed system-library module.
@@ -30,6 +32,9 @@ let package = Package(
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CHapiMicrohttpd", path: "Sources/CHapiMicrohttpd", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", swiftSettings: strictSettings),
@@ -56,6 +61,11 @@ let package = Package(
         .target(
             name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "PushTransports"],
             swiftSettings: strictSettings),
+        // The push relay service (beside PushNative, never depending on it) and its executable.
+        .target(
+            name: "PushRelay", dependencies: ["PushTransports", "PushEnvelope", "PushSync", "CHapiMicrohttpd"],
+            swiftSettings: strictSettings),
+        .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay"], swiftSettings: strictSettings),
         .executableTarget(
             name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport"],
             swiftSettings: strictSettings),
@@ -63,7 +73,7 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
+            dependencies: ["PushNative", "PushRelay", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
@@ -89,6 +99,13 @@ let package = Package(
         .testTarget(
             name: "PushNativeTests",
             dependencies: ["PushNative", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "PushRelayTests",
+            dependencies: [
+                "PushRelay", "hapi-push-relay", "PushNative", "PushTransports", "PushEnvelope", "PushSync", "PushTestSupport",
+                "PushLoopbackServer",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "PushLoopbackServer"],

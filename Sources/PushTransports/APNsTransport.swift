@@ -79,8 +79,8 @@ public struct APNsTransport: PushTransport {
     }
 
     /// The exact body: a generic alert the Notification Service Extension replaces after
-    /// decrypting `hapi.e`.
-    static func body(envelope: String) -> [UInt8] {
+    /// decrypting `hapi.e`. The relay sends the same body.
+    package static func body(envelope: String) -> [UInt8] {
         Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":""#.utf8)
             + JSONValue.string(envelope).canonicalBytes.dropFirst() + Array("}}".utf8)
     }
