@@ -1,3 +1,4 @@
+import Glibc
 import PushEnvelope
 import PushLoopbackServer
 import PushSync
@@ -88,6 +89,62 @@ import Testing
         await relay.stop()
         #expect(after.status == 200)
         #expect(relay.apnsRequests.count == 2)
+    }
+
+    @Test func aSilentOrSlowClientIsDisconnectedAfterTheTimeout() async throws {
+        let relay = try RelayFixture { $0.server.connectionTimeoutSeconds = 1 }
+        let clock = ContinuousClock()
+        let start = clock.now
+        // Half a request line, then nothing.
+        let answer = await RawHTTP.exchange(port: relay.server.port, "POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Len", timeoutSeconds: 10)
+        let elapsed = clock.now - start
+        // A declared body that never comes.
+        let start2 = clock.now
+        let partial = await RawHTTP.exchange(
+            port: relay.server.port, "POST /v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"platform\"", timeoutSeconds: 10)
+        let elapsed2 = clock.now - start2
+        let after = try await relay.push(iosPush())
+        await relay.stop()
+        #expect(answer == nil || answer?.status == 408)
+        #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(8))
+        #expect(partial == nil || partial?.status == 408)
+        #expect(elapsed2 >= .milliseconds(900) && elapsed2 < .seconds(8))
+        #expect(after.status == 200)
+        #expect(relay.apnsRequests.count == 1)
+    }
+
+    @Test func connectionsBeyondTheLimitWaitUntilOneCloses() async throws {
+        let relay = try RelayFixture { configuration in
+            configuration.server.threads = 1
+            configuration.server.connectionLimit = 2
+        }
+        let port = relay.server.port
+        let held = [RawHTTP.open(port: port), RawHTTP.open(port: port)].compactMap { $0 }
+        #expect(held.count == 2)
+        try await Task.sleep(for: .milliseconds(100))
+        // A third connection is not served while two are open (it waits in the listen backlog).
+        let answered = Locked<Int?>(nil)
+        let third = Task {
+            let answer = await RawHTTP.exchange(port: port, RawHTTP.request("GET", "/health"), timeoutSeconds: 5)
+            answered.withLock { $0 = answer?.status ?? -1 }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(answered.withLock { $0 } == nil)
+        close(held[0])
+        await third.value
+        close(held[1])
+        await relay.stop()
+        #expect(answered.withLock { $0 } == 200)
+    }
+
+    @Test func oversizedHeadersAreRefusedWithinTheMemoryLimit() async throws {
+        let relay = try RelayFixture()
+        let huge = "X-Padding: " + String(repeating: "p", count: 40_000)
+        let answer = await RawHTTP.exchange(port: relay.server.port, RawHTTP.request("GET", "/health", headers: [huge]), timeoutSeconds: 5)
+        let after = try await relay.client.send(HTTPRequest(url: relay.url + "/health"))
+        await relay.stop()
+        #expect(answer == nil || [413, 431].contains(answer?.status ?? 0), "\(String(describing: answer?.status))")
+        #expect(after.status == 200)
     }
 
     @Test func oneLogLinePerPushWithTheHashNeverTheTokenOrEnvelope() async throws {

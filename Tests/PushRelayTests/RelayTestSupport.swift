@@ -141,6 +141,24 @@ enum RawHTTP {
         }
     }
 
+    /// Opens a connection and keeps it (idle) until `close`; nil when refused.
+    static func open(port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
     /// A request line and headers (content-length of `body` unless one is given) and the body.
     static func request(_ method: String, _ path: String, headers: [String] = [], body: String = "") -> String {
         var lines = ["\(method) \(path) HTTP/1.1", "Host: relay.test"] + headers
