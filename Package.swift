@@ -30,6 +30,11 @@ let package = Package(
             name: "CHapiCurl", path: "Sources/CHapiCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
+            name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        // epoll and eventfd, behind plain-value helpers.
+        .systemLibrary(name: "CHapiLinux", path: "Sources/CHapiLinux"),
+        .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(
@@ -44,9 +49,14 @@ let package = Package(
         .target(
             name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
-        // The HTTP/2 client and the relay, APNs and FCM transports.
+        // The HTTP client every transport sends through: an HTTP/2 engine on nghttp2 + OpenSSL for
+        // https origins that speak h2, libcurl for the rest. Nothing of it is public.
         .target(
-            name: "PushTransports", dependencies: ["PushEnvelope", "PushSync", "CHapiCurl", "CHapiOpenSSL"],
+            name: "PushHTTP", dependencies: ["PushSync", "CHapiCurl", "CHapiNghttp2", "CHapiOpenSSL", "CHapiLinux"],
+            swiftSettings: strictSettings),
+        // The relay, APNs and FCM transports.
+        .target(
+            name: "PushTransports", dependencies: ["PushEnvelope", "PushSync", "PushHTTP", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // A real HTTP/2 + TLS server on loopback (nghttp2 + OpenSSL), for tests and the demo.
         .target(
@@ -59,11 +69,11 @@ let package = Package(
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
-            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "PushTransports"],
+            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "PushHTTP", "PushTransports"],
             swiftSettings: strictSettings),
         // The push relay service (beside PushNative, never depending on it) and its executable.
         .target(
-            name: "PushRelay", dependencies: ["PushTransports", "PushEnvelope", "PushSync", "CHapiMicrohttpd"],
+            name: "PushRelay", dependencies: ["PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd"],
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay"], swiftSettings: strictSettings),
         .executableTarget(
@@ -73,7 +83,7 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushRelay", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
+            dependencies: ["PushNative", "PushHTTP", "PushRelay", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
@@ -93,17 +103,21 @@ let package = Package(
             name: "DeviceRegistryTests", dependencies: ["DeviceRegistry", "PushEnvelope", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
+            name: "PushHTTPTests",
+            dependencies: ["PushHTTP", "PushLoopbackServer", "PushTestSupport", "PushSync"],
+            swiftSettings: strictSettings),
+        .testTarget(
             name: "PushTransportsTests",
-            dependencies: ["PushTransports", "PushLoopbackServer", "PushEnvelope", "PushTestSupport", "PushSync"],
+            dependencies: ["PushTransports", "PushHTTP", "PushLoopbackServer", "PushEnvelope", "PushTestSupport", "PushSync"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushNativeTests",
-            dependencies: ["PushNative", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
+            dependencies: ["PushNative", "PushHTTP", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushRelayTests",
             dependencies: [
-                "PushRelay", "hapi-push-relay", "PushNative", "PushTransports", "PushEnvelope", "PushSync", "PushTestSupport",
+                "PushRelay", "hapi-push-relay", "PushNative", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushTestSupport",
                 "PushLoopbackServer",
             ],
             swiftSettings: strictSettings),

@@ -28,4 +28,11 @@ static inline long hapi_openssl_bio_mem_data(BIO *bio, char **out) {
 static inline EVP_PKEY *hapi_test_rsa_keygen(size_t bits) { return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", bits); }
 static inline EVP_PKEY *hapi_test_ec_keygen(const char *curve) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curve); }
 
+/* TLS client setup for the HTTP/2 engine: these are macros over SSL_CTX_ctrl / SSL_ctrl. */
+static inline int hapi_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+static inline long hapi_ssl_ctx_set_client_modes(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+}
+static inline int hapi_ssl_set_sni(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
 #endif

@@ -1,3 +1,4 @@
+import PushHTTP
 import Foundation
 
 /// The whole library in one object, for a hub to embed in a few lines:

@@ -1,3 +1,4 @@
+import PushHTTP
 import PushTransports
 import PushSync
 

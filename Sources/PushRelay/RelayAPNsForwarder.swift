@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushHTTP
 import PushTransports
 
 /// Forwards an iOS push to APNs: `POST /3/device/<token>` over the shared multiplexed HTTP/2
@@ -39,6 +40,19 @@ struct RelayAPNsForwarder: Sendable {
         }
     }
 
+    /// The spec's body, byte for byte `APNsTransport`'s: a generic alert that the Notification
+    /// Service Extension replaces after decrypting `hapi.e`. The envelope was validated as
+    /// standard base64, so it is written as is: nothing in it needs a JSON escape.
+    static func body(envelope: String) -> [UInt8] {
+        var out = Self.bodyPrefix
+        out.reserveCapacity(out.count + envelope.utf8.count + 3)
+        out.append(contentsOf: envelope.utf8)
+        out.append(contentsOf: #""}}"#.utf8)
+        return out
+    }
+
+    private static let bodyPrefix = Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":""#.utf8)
+
     /// The spec's request: alert push type, expiration 0, the collapse id only when there is one.
     func request(_ push: RelayPush, jwt: String, timeout: Duration) -> HTTPRequest {
         var headers: HTTPHeaders = [
@@ -51,7 +65,7 @@ struct RelayAPNsForwarder: Sendable {
         if let collapseId = push.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
         headers.add(name: "content-type", value: "application/json")
         return HTTPRequest(
-            method: .post, url: endpoint + "/3/device/" + push.token, headers: headers, body: APNsTransport.body(envelope: push.envelope),
+            method: .post, url: endpoint + "/3/device/" + push.token, headers: headers, body: Self.body(envelope: push.envelope),
             timeout: timeout)
     }
 }

@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushHTTP
 import PushTransports
 
 /// Forwards an Android push to FCM HTTP v1 for the relay's project, with the service account's
@@ -37,12 +38,20 @@ struct RelayFCMForwarder: Sendable {
 
     /// The spec's message, members in its order:
     /// `{"message":{"token":…,"data":{"hapi_v":"1","hapi_e":…},"android":{"priority":…,"restricted_package_name":…}}}`.
+    /// The token is JSON-escaped (it may hold `"` or `\`); the envelope is validated base64 and
+    /// the package name an application id, so neither needs escaping.
     static func body(token: String, envelope: String, priority: Int, packageName: String) -> [UInt8] {
-        func quoted(_ text: String) -> String { JSONValue.string(text).canonicalString }
-        let text =
-            #"{"message":{"token":"# + quoted(token) + #","data":{"hapi_v":"1","hapi_e":"# + quoted(envelope)
-            + #"},"android":{"priority":"# + quoted(priority == 5 ? "NORMAL" : "HIGH") + #","restricted_package_name":"#
-            + quoted(packageName) + "}}}"
-        return Array(text.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(envelope.utf8.count + token.utf8.count + 160)
+        out.append(contentsOf: #"{"message":{"token":"#.utf8)
+        out.append(contentsOf: JSONValue.string(token).canonicalBytes)
+        out.append(contentsOf: #","data":{"hapi_v":"1","hapi_e":""#.utf8)
+        out.append(contentsOf: envelope.utf8)
+        out.append(contentsOf: #""},"android":{"priority":""#.utf8)
+        out.append(contentsOf: (priority == 5 ? "NORMAL" : "HIGH").utf8)
+        out.append(contentsOf: #"","restricted_package_name":""#.utf8)
+        out.append(contentsOf: packageName.utf8)
+        out.append(contentsOf: #""}}}"#.utf8)
+        return out
     }
 }

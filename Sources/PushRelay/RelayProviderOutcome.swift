@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushHTTP
 import PushTransports
 
 /// What a provider's answer means to the hub that asked the relay. Deliberately not the hub's

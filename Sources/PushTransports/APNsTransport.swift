@@ -1,3 +1,4 @@
+package import PushHTTP
 import PushEnvelope
 
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
@@ -12,7 +13,7 @@ public struct APNsTransport: PushTransport {
     let logger: any PushLogger
     let concurrency: Int
 
-    public init(
+    package init(
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
         retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
     ) {
@@ -79,8 +80,8 @@ public struct APNsTransport: PushTransport {
     }
 
     /// The exact body: a generic alert the Notification Service Extension replaces after
-    /// decrypting `hapi.e`. The relay sends the same body.
-    package static func body(envelope: String) -> [UInt8] {
+    /// decrypting `hapi.e`.
+    static func body(envelope: String) -> [UInt8] {
         Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":""#.utf8)
             + JSONValue.string(envelope).canonicalBytes.dropFirst() + Array("}}".utf8)
     }

@@ -1,3 +1,4 @@
+package import PushHTTP
 import PushEnvelope
 
 /// The OAuth access token for FCM HTTP v1: an RS256 JWT assertion from the service account,
@@ -15,7 +16,7 @@ public actor FCMAccessTokenProvider {
     /// Exchanges performed (for tests and diagnostics).
     public private(set) var exchangeCount = 0
 
-    public init(account: FCMServiceAccount, client: HTTPClient, now: @escaping @Sendable () -> Double = WallClock.seconds) {
+    package init(account: FCMServiceAccount, client: HTTPClient, now: @escaping @Sendable () -> Double = WallClock.seconds) {
         self.account = account
         self.client = client
         self.now = now

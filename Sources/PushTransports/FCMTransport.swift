@@ -1,3 +1,4 @@
+package import PushHTTP
 public import PushEnvelope
 
 /// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
@@ -11,7 +12,7 @@ public struct FCMTransport: PushTransport {
     let logger: any PushLogger
     let concurrency: Int
 
-    public init(
+    package init(
         endpoint: String = "https://fcm.googleapis.com", account: FCMServiceAccount, client: HTTPClient,
         accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64

@@ -1,3 +1,4 @@
+import PushHTTP
 import PushEnvelope
 import PushSync
 

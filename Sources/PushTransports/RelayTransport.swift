@@ -1,3 +1,4 @@
+package import PushHTTP
 import PushEnvelope
 
 /// The official (or a self-hosted) push relay: `POST {relayUrl}/v1/push` with the encrypted
@@ -16,7 +17,7 @@ public struct RelayTransport: PushTransport {
     ///   - client: the shared HTTP client.
     ///   - retryPolicy: retries of 429/5xx; none by default.
     ///   - concurrency: sends in flight at once for one batch.
-    public init(
+    package init(
         baseURL: String, client: HTTPClient, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64
     ) {

@@ -2,6 +2,7 @@ import CHapiOpenSSL
 import CHapiSQLite
 import Foundation
 import PushLoopbackServer
+import PushHTTP
 import PushNative
 import PushRelay
 import PushTestSupport

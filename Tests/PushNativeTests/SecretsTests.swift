@@ -4,6 +4,7 @@ import PushSync
 import PushTestSupport
 import Testing
 
+import PushHTTP
 @testable import PushNative
 
 // No secret ever reaches a log line, a report, the CLI's output or a description: device tokens,

@@ -1,11 +1,12 @@
 import PushEnvelope
+import PushHTTP
 import PushLoopbackServer
 import PushSync
 import PushTestSupport
-import PushTransports
 import Testing
 
 @testable import PushRelay
+@testable import PushTransports
 
 /// What reaches APNs and FCM, exactly, over real HTTP/2 + TLS to the loopback stand-ins.
 @Suite struct RelayForwardingTests {
@@ -188,5 +189,23 @@ import Testing
         #expect(android.status == 502)
         #expect(relay.apnsRequests.count == 1)
         #expect(relay.fcmSends.count == 1)
+    }
+}
+
+@Suite struct RelayRequestBodyTests {
+    @Test func theAPNsBodyIsTheTransportsByteForByte() {
+        for envelope in [sampleEnvelope, "QQ==", String(repeating: "A", count: 3200), "ab+/"] {
+            #expect(RelayAPNsForwarder.body(envelope: envelope) == APNsTransport.body(envelope: envelope))
+        }
+    }
+
+    @Test func theFCMBodyEscapesTheTokenOnly() throws {
+        let body = RelayFCMForwarder.body(token: #"a"b\c"#, envelope: "QQ==", priority: 10, packageName: "run.hapi.companion")
+        let parsed = try JSONParser.parse(body)
+        #expect(parsed["message"]?["token"]?.stringValue == #"a"b\c"#)
+        #expect(parsed["message"]?["data"]?["hapi_e"] == "QQ==")
+        #expect(parsed["message"]?["android"]?["priority"] == "HIGH")
+        #expect(parsed["message"]?["notification"] == nil)
+        #expect(parsed["message"]?["android"]?["collapse_key"] == nil)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PushEnvelope
+import PushHTTP
 import PushLoopbackServer
 import PushSync
 import PushTestSupport

@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushHTTP
 import PushLoopbackServer
 import PushSync
 import PushTestSupport

@@ -1,5 +1,6 @@
 import Glibc
 import PushEnvelope
+import PushHTTP
 import PushLoopbackServer
 import PushSync
 import PushTestSupport

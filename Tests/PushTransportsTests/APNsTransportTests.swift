@@ -4,6 +4,7 @@ import PushTestSupport
 import PushSync
 import Testing
 
+@testable import PushHTTP
 @testable import PushTransports
 
 struct APNsFixture {

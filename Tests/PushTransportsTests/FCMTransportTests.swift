@@ -4,6 +4,7 @@ import PushTestSupport
 import PushSync
 import Testing
 
+@testable import PushHTTP
 @testable import PushTransports
 
 /// One stand-in plays Google's token endpoint (`/token`) and FCM (`/v1/projects/...`).

@@ -7,6 +7,7 @@ import PushTestSupport
 import Synchronization
 import Testing
 
+@testable import PushHTTP
 @testable import PushTransports
 
 // Fault injection through the loopback stand-ins, fault × transport: every fault ends within the
@@ -309,7 +310,7 @@ final class FaultRig: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(1200))
         }
         let recovered = await rig.transport.send(rig.deliveries(4, round: 2))
-        let leakedHandles = rig.client.liveEasyHandleCount
+        let leakedHandles = rig.client.liveRequestCount
         let retries = rig.client.statistics.retriesPerformed
         await rig.stop()
 

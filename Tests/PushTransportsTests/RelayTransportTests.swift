@@ -3,6 +3,7 @@ import PushLoopbackServer
 import PushTestSupport
 import Testing
 
+@testable import PushHTTP
 @testable import PushTransports
 
 @Suite struct RelayTransportTests {

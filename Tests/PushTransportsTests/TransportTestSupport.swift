@@ -4,6 +4,7 @@ import PushTestSupport
 import PushSync
 import Testing
 
+@testable import PushHTTP
 @testable import PushTransports
 
 /// A recording stand-in server and a client that trusts its CA (verification stays on).

@@ -5,8 +5,8 @@
 /// `description` is safe to log: it holds the kind, libcurl's code and message (which name
 /// at most a host and port), never request headers, bodies or paths, which carry JWTs,
 /// OAuth tokens and device tokens.
-public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
-    enum Code: Sendable, Hashable {
+package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Code: Sendable, Hashable {
         case dnsFailure
         case connectionRefused
         case tlsFailure
@@ -21,11 +21,11 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case other
     }
 
-    let code: Code
+    package let code: Code
     /// libcurl's `CURLcode` when libcurl reported the failure.
-    public let curlCode: Int?
+    package let curlCode: Int?
     /// libcurl's message for `curlCode`, or what was invalid.
-    public let detail: String?
+    package let detail: String?
 
     init(_ code: Code, curlCode: Int? = nil, detail: String? = nil) {
         self.code = code
@@ -33,40 +33,40 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         self.detail = detail
     }
 
-    public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    package static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool { lhs.code == rhs.code }
+    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The host name did not resolve.
-    public static let dnsFailure = HTTPClientError(.dnsFailure)
+    package static let dnsFailure = HTTPClientError(.dnsFailure)
     /// No TCP connection could be made: nothing listens there, or it is unreachable.
-    public static let connectionRefused = HTTPClientError(.connectionRefused)
+    package static let connectionRefused = HTTPClientError(.connectionRefused)
     /// The TLS handshake failed: most often the server's certificate does not verify against
     /// the trusted CAs, or its name does not match the URL's host.
-    public static let tlsFailure = HTTPClientError(.tlsFailure)
+    package static let tlsFailure = HTTPClientError(.tlsFailure)
     /// The request, or its connect phase, did not finish within its timeout.
-    public static let timeout = HTTPClientError(.timeout)
+    package static let timeout = HTTPClientError(.timeout)
     /// The connection or stream broke after the request may have been sent: the server may
     /// or may not have acted on it.
-    public static let connectionLost = HTTPClientError(.connectionLost)
+    package static let connectionLost = HTTPClientError(.connectionLost)
     /// The server refused the stream (HTTP/2 REFUSED_STREAM, or GOAWAY before processing it)
     /// even after the automatic retry: the request was not processed, it is safe to retry.
-    public static let streamRefused = HTTPClientError(.streamRefused)
+    package static let streamRefused = HTTPClientError(.streamRefused)
     /// The calling task was cancelled; the transfer was aborted.
-    public static let cancelled = HTTPClientError(.cancelled)
+    package static let cancelled = HTTPClientError(.cancelled)
     /// The client was shut down before the request completed.
-    public static let shutdown = HTTPClientError(.shutdown)
+    package static let shutdown = HTTPClientError(.shutdown)
     /// The response body exceeded `Configuration.maximumResponseBodyBytes`; the transfer
     /// was aborted.
-    public static let responseTooLarge = HTTPClientError(.responseTooLarge)
+    package static let responseTooLarge = HTTPClientError(.responseTooLarge)
     /// The request is malformed: not an absolute http(s) URL, a bad method token, or a header
     /// name or value that would break the framing.
-    public static let invalidRequest = HTTPClientError(.invalidRequest)
+    package static let invalidRequest = HTTPClientError(.invalidRequest)
     /// The configuration cannot be used: an unreadable CA file, or libcurl lacks a feature.
-    public static let invalidConfiguration = HTTPClientError(.invalidConfiguration)
+    package static let invalidConfiguration = HTTPClientError(.invalidConfiguration)
     /// Any other libcurl failure; `curlCode` and `detail` say which.
-    public static let other = HTTPClientError(.other)
+    package static let other = HTTPClientError(.other)
 
-    public var description: String {
+    package var description: String {
         var text = summary
         if let curlCode { text += " [curl \(curlCode)]" }
         if let detail, !detail.isEmpty { text += ": \(detail)" }

@@ -16,6 +16,7 @@ import Synchronization
 final class CurlMultiLoop: Sendable {
     enum Command: Sendable {
         case add(HTTPTransfer)
+        case addAll([HTTPTransfer])
         case cancel(HTTPTransfer)
     }
 
@@ -28,16 +29,6 @@ final class CurlMultiLoop: Sendable {
         /// libcurl before 8.0.0 cannot reuse an h2c prior-knowledge connection: the second
         /// request on it fails with CURLE_HTTP2 (curl issue #10634, fixed by PR #10643).
         var h2cReuseBroken = false
-    }
-
-    /// Counters read by `HTTPClient.statistics` and by tests.
-    final class Counters: Sendable {
-        /// Easy handles created and not yet cleaned up.
-        let liveEasyHandles = Atomic<Int>(0)
-        /// Requests whose first attempt was handed to libcurl.
-        let requestsSent = Atomic<Int>(0)
-        /// Further attempts after a refused stream.
-        let retriesPerformed = Atomic<Int>(0)
     }
 
     private enum Phase: Sendable {
@@ -61,21 +52,23 @@ final class CurlMultiLoop: Sendable {
     }
 
     let settings: Settings
-    let counters = Counters()
+    let counters: HTTPCounters
     private let multi: MultiHandle
     private let shared = Locked(Shared())
 
     /// `curl_global_init`, once per process, before the first handle.
     private static let globalInitResult: Int = Int(hapi_curl_global_init_all().rawValue)
 
-    private init(multi: UnsafeMutableRawPointer, settings: Settings) {
+    private init(multi: UnsafeMutableRawPointer, settings: Settings, counters: HTTPCounters) {
         self.multi = MultiHandle(raw: multi)
         self.settings = settings
+        self.counters = counters
     }
 
     /// Creates the multi handle and starts its thread.
     static func start(
-        settings: Settings, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int, maximumCachedConnections: Int
+        settings: Settings, counters: HTTPCounters, maximumConnectionsPerHost: Int, maximumConcurrentStreams: Int,
+        maximumCachedConnections: Int
     ) throws(HTTPClientError) -> CurlMultiLoop {
         guard globalInitResult == Int(CURLE_OK.rawValue) else {
             throw HTTPClientError(.other, curlCode: globalInitResult, detail: "curl_global_init failed")
@@ -104,7 +97,7 @@ final class CurlMultiLoop: Sendable {
             }
         }
 
-        let loop = CurlMultiLoop(multi: multi, settings: settings)
+        let loop = CurlMultiLoop(multi: multi, settings: settings, counters: counters)
         let context = Unmanaged.passRetained(loop).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
@@ -229,11 +222,9 @@ final class CurlMultiLoop: Sendable {
             for command in commands {
                 switch command {
                 case .add(let transfer):
-                    if stopping {
-                        transfer.abort(with: .shutdown)
-                    } else if let attempt = transfer.willAddToMulti() {
-                        launch(transfer, attempt: attempt, into: &registry)
-                    }
+                    add(transfer, stopping: stopping, into: &registry)
+                case .addAll(let transfers):
+                    for transfer in transfers { add(transfer, stopping: stopping, into: &registry) }
                 case .cancel(let transfer):
                     if let handle = registry.remove(transfer: transfer) {
                         detach(handle)
@@ -270,6 +261,14 @@ final class CurlMultiLoop: Sendable {
             return shared.exitWaiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    private func add(_ transfer: HTTPTransfer, stopping: Bool, into registry: inout Registry) {
+        if stopping {
+            transfer.abort(with: .shutdown)
+        } else if let attempt = transfer.willAddToMulti() {
+            launch(transfer, attempt: attempt, into: &registry)
+        }
     }
 
     /// Puts an attempt on the multi handle; if that fails, completes the transfer (which may

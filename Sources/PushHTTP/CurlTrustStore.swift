@@ -19,16 +19,21 @@ final class CurlTrustStore: @unchecked Sendable {
     /// Largest CA file accepted: a full system bundle is ~200 KB.
     static let maximumFileBytes = 4 << 20
 
-    /// Reads the system bundle (if libcurl names one and it is readable) and `additionalCAFile`.
-    init(additionalCAFile path: String) throws(HTTPClientError) {
-        guard let extra = Self.readFile(path, limit: Self.maximumFileBytes) else {
+    /// The operator's CA file, checked: readable, at most 4 MiB, with a PEM certificate in it.
+    static func readAdditionalCAFile(_ path: String) throws(HTTPClientError) -> [UInt8] {
+        guard let extra = readFile(path, limit: maximumFileBytes) else {
             throw HTTPClientError(
                 .invalidConfiguration, detail: "additionalTrustedCAFile cannot be read (missing, unreadable or over 4 MiB)")
         }
-        guard Self.containsPEMCertificate(extra) else {
+        guard containsPEMCertificate(extra) else {
             throw HTTPClientError(
                 .invalidConfiguration, detail: "additionalTrustedCAFile holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         }
+        return extra
+    }
+
+    /// The system bundle (if libcurl names one and it is readable) followed by `extra`.
+    init(additionalCAPEM extra: [UInt8]) {
         var pem: [UInt8] = []
         if let systemPath = Self.systemBundlePath(), let system = Self.readFile(systemPath, limit: Self.maximumFileBytes) {
             pem = system

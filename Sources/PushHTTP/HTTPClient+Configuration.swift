@@ -1,32 +1,38 @@
 extension HTTPClient {
     /// How an `HTTPClient` connects. TLS peer and host-name verification are always on; there
     /// is deliberately no switch to turn them off.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The whole exchange of one request, including waiting for a connection or a free
         /// stream and the automatic retry of a refused stream. `HTTPRequest.timeout` overrides it.
-        public var requestTimeout: Duration
+        package var requestTimeout: Duration
         /// Establishing a connection (TCP and TLS).
-        public var connectTimeout: Duration
+        package var connectTimeout: Duration
         /// Responses whose body grows beyond this fail with `HTTPClientError.responseTooLarge`.
         /// APNs, FCM and relay answers are a few hundred bytes.
-        public var maximumResponseBodyBytes: Int
+        package var maximumResponseBodyBytes: Int
         /// A PEM file of one or more CA certificates trusted *in addition to* the system trust
         /// store (libcurl's built-in bundle), e.g. the private CA of a self-hosted relay. Read
         /// once, when the client is created.
-        public var additionalTrustedCAFile: String?
+        package var additionalTrustedCAFile: String?
         /// Speak HTTP/2 without upgrade to `http://` URLs (h2c, prior knowledge). `https://`
         /// URLs always negotiate HTTP/2 by ALPN, falling back to HTTP/1.1.
-        public var forceHTTP2PriorKnowledge: Bool
+        package var forceHTTP2PriorKnowledge: Bool
         /// Connections to one host (`CURLMOPT_MAX_HOST_CONNECTIONS`); requests beyond them
         /// and beyond their streams wait, in order. 0 = unlimited.
-        public var maximumConnectionsPerHost: Int
+        package var maximumConnectionsPerHost: Int
         /// Concurrent HTTP/2 streams this client opens on one connection
         /// (`CURLMOPT_MAX_CONCURRENT_STREAMS`); the server's own limit applies too.
-        public var maximumConcurrentStreamsPerConnection: Int
-        /// Idle connections kept for reuse (`CURLMOPT_MAXCONNECTS`).
-        public var maximumCachedConnections: Int
+        package var maximumConcurrentStreamsPerConnection: Int
+        /// Idle connections kept for reuse by libcurl (`CURLMOPT_MAXCONNECTS`).
+        package var maximumCachedConnections: Int
+        /// An HTTP/2 connection that has received nothing for this long is sent a PING, so a
+        /// connection that died silently (a NAT that forgot it, a server that hung) is found
+        /// before a push is lost on it.
+        package var pingInterval: Duration
+        /// A PING unanswered for this long closes the connection; the next request opens a new one.
+        package var pingTimeout: Duration
 
-        public init(
+        package init(
             requestTimeout: Duration = .seconds(10),
             connectTimeout: Duration = .seconds(5),
             maximumResponseBodyBytes: Int = 1 << 20,
@@ -34,7 +40,9 @@ extension HTTPClient {
             forceHTTP2PriorKnowledge: Bool = false,
             maximumConnectionsPerHost: Int = 4,
             maximumConcurrentStreamsPerConnection: Int = 100,
-            maximumCachedConnections: Int = 16
+            maximumCachedConnections: Int = 16,
+            pingInterval: Duration = .seconds(60),
+            pingTimeout: Duration = .seconds(5)
         ) {
             self.requestTimeout = requestTimeout
             self.connectTimeout = connectTimeout
@@ -44,6 +52,8 @@ extension HTTPClient {
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.maximumConcurrentStreamsPerConnection = maximumConcurrentStreamsPerConnection
             self.maximumCachedConnections = maximumCachedConnections
+            self.pingInterval = pingInterval
+            self.pingTimeout = pingTimeout
         }
 
         /// Rejects values libcurl would misread.
@@ -53,6 +63,8 @@ extension HTTPClient {
             }
             try positive(requestTimeout, "requestTimeout")
             try positive(connectTimeout, "connectTimeout")
+            try positive(pingInterval, "pingInterval")
+            try positive(pingTimeout, "pingTimeout")
             if maximumResponseBodyBytes < 0 {
                 throw HTTPClientError(.invalidConfiguration, detail: "maximumResponseBodyBytes must not be negative")
             }

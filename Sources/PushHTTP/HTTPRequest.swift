@@ -3,32 +3,32 @@
 /// Its `description` names the method and the authority only: headers carry JWTs and
 /// OAuth tokens, bodies carry push payloads and APNs paths carry device tokens, so none of
 /// them is ever printed.
-public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// An HTTP method token (RFC 9110 §9). Checked when the request is sent.
-    public struct Method: Sendable, Hashable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Method: Sendable, Hashable, CustomStringConvertible {
+        package let rawValue: String
+        package init(_ rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
-        public static let get = Method("GET")
-        public static let head = Method("HEAD")
-        public static let post = Method("POST")
-        public static let put = Method("PUT")
-        public static let patch = Method("PATCH")
-        public static let delete = Method("DELETE")
-        public static let options = Method("OPTIONS")
+        package static let get = Method("GET")
+        package static let head = Method("HEAD")
+        package static let post = Method("POST")
+        package static let put = Method("PUT")
+        package static let patch = Method("PATCH")
+        package static let delete = Method("DELETE")
+        package static let options = Method("OPTIONS")
     }
 
-    public var method: Method
+    package var method: Method
     /// An absolute `http://` or `https://` URL.
-    public var url: String
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
+    package var url: String
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
     /// Overrides `HTTPClient.Configuration.requestTimeout` for this request: the whole
     /// exchange, including waiting for a connection or a free stream and one automatic retry.
-    public var timeout: Duration?
+    package var timeout: Duration?
 
-    public init(
+    package init(
         method: Method = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
         timeout: Duration? = nil
     ) {
@@ -39,10 +39,10 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
         self.timeout = timeout
     }
 
-    public var description: String {
+    package var description: String {
         "\(method) \(Self.redactedOrigin(of: url)) (\(headers.count) headers, \(body.count)-byte body)"
     }
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
 
     /// `scheme://authority` of `url`, without path, query or userinfo; `<invalid URL>` if it
     /// has no recognisable scheme.
@@ -58,15 +58,15 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
 
 /// A complete HTTP response. Bodies are bounded by
 /// `HTTPClient.Configuration.maximumResponseBodyBytes`.
-public struct HTTPResponse: Sendable, CustomStringConvertible {
+package struct HTTPResponse: Sendable, CustomStringConvertible {
     /// The protocol version the exchange actually used.
-    public enum Version: Sendable, Hashable, CustomStringConvertible {
+    package enum Version: Sendable, Hashable, CustomStringConvertible {
         case http1_0
         case http1_1
         case http2
         case http3
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .http1_0: "HTTP/1.0"
             case .http1_1: "HTTP/1.1"
@@ -76,13 +76,13 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
         }
     }
 
-    public var status: Int
+    package var status: Int
     /// Response header fields in arrival order, names lowercased.
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
-    public var httpVersion: Version
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
+    package var httpVersion: Version
 
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], httpVersion: Version) {
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], httpVersion: Version) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -90,20 +90,20 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
     }
 
     /// Status, version and sizes; never header values or the body.
-    public var description: String {
+    package var description: String {
         "\(httpVersion) \(status) (\(headers.count) headers, \(body.count)-byte body)"
     }
 }
 
 /// An ordered list of header fields. Lookups ignore ASCII case; the names of response headers
 /// are lowercased. `description` prints names only: values carry credentials.
-public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
+package struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
     CustomStringConvertible
 {
-    public struct Field: Sendable, Hashable {
-        public var name: String
-        public var value: String
-        public init(name: String, value: String) {
+    package struct Field: Sendable, Hashable {
+        package var name: String
+        package var value: String
+        package init(name: String, value: String) {
             self.name = name
             self.value = value
         }
@@ -111,51 +111,51 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     private var fields: [Field]
 
-    public init() { fields = [] }
+    package init() { fields = [] }
 
-    public init(_ pairs: [(String, String)]) {
+    package init(_ pairs: [(String, String)]) {
         fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
-    public init(dictionaryLiteral elements: (String, String)...) {
+    package init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
-    public var count: Int { fields.count }
-    public var isEmpty: Bool { fields.isEmpty }
+    package var count: Int { fields.count }
+    package var isEmpty: Bool { fields.isEmpty }
 
     /// Appends a field, keeping any earlier field of the same name.
-    public mutating func add(name: String, value: String) {
+    package mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))
     }
 
     /// Removes every field named `name`, then appends one.
-    public mutating func replaceOrAdd(name: String, value: String) {
+    package mutating func replaceOrAdd(name: String, value: String) {
         remove(name: name)
         add(name: name, value: value)
     }
 
-    public mutating func remove(name: String) {
+    package mutating func remove(name: String) {
         fields.removeAll { Self.namesEqual($0.name, name) }
     }
 
     /// Every value of `name`, in order.
-    public subscript(name: String) -> [String] {
+    package subscript(name: String) -> [String] {
         fields.compactMap { Self.namesEqual($0.name, name) ? $0.value : nil }
     }
 
     /// The first value of `name`.
-    public func first(name: String) -> String? {
+    package func first(name: String) -> String? {
         fields.first { Self.namesEqual($0.name, name) }?.value
     }
 
-    public func contains(name: String) -> Bool {
+    package func contains(name: String) -> Bool {
         fields.contains { Self.namesEqual($0.name, name) }
     }
 
-    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+    package func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
-    public var description: String {
+    package var description: String {
         "HTTPHeaders(\(fields.map(\.name).joined(separator: ", ")); values redacted)"
     }
 
@@ -174,19 +174,19 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 // Debuggers and `dump()` walk mirrors, not descriptions: without these they would print the
 // URL path (an APNs device token) and header values (JWTs, OAuth tokens).
 extension HTTPRequest: CustomReflectable {
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["description": description], displayStyle: .struct)
     }
 }
 
 extension HTTPHeaders: CustomReflectable {
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["description": description], displayStyle: .struct)
     }
 }
 
 extension HTTPHeaders.Field: CustomStringConvertible, CustomReflectable {
     /// The name only: the value may be a credential.
-    public var description: String { "\(name): <redacted>" }
-    public var customMirror: Mirror { Mirror(self, children: ["name": name], displayStyle: .struct) }
+    package var description: String { "\(name): <redacted>" }
+    package var customMirror: Mirror { Mirror(self, children: ["name": name], displayStyle: .struct) }
 }

@@ -12,7 +12,7 @@ final class CurlEasyHandle {
     let attempt: Int
     let raw: UnsafeMutableRawPointer
 
-    private let counters: CurlMultiLoop.Counters
+    private let counters: HTTPCounters
     private let maximumBodyBytes: Int
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// The request body, owned here until `release()`: libcurl reads it by pointer
@@ -33,7 +33,7 @@ final class CurlEasyHandle {
 
     private init(
         raw: UnsafeMutableRawPointer, transfer: HTTPTransfer, attempt: Int, maximumBodyBytes: Int,
-        counters: CurlMultiLoop.Counters
+        counters: HTTPCounters
     ) {
         self.raw = raw
         self.transfer = transfer
@@ -54,7 +54,7 @@ final class CurlEasyHandle {
     /// A configured easy handle for `attempt` of `transfer`, not yet on the multi handle.
     static func make(
         for transfer: HTTPTransfer, attempt: Int, timeout: Duration, settings: CurlMultiLoop.Settings,
-        counters: CurlMultiLoop.Counters
+        counters: HTTPCounters
     ) throws(HTTPClientError) -> CurlEasyHandle {
         guard let raw = curl_easy_init() else {
             throw HTTPClientError(.other, detail: "curl_easy_init failed (out of memory)")

@@ -1,0 +1,245 @@
+import CHapiLinux
+import Glibc
+import PushSync
+
+/// The HTTP/2 engine's face to other threads: a command queue under one lock and an eventfd
+/// that wakes the engine's thread. The thread owns everything else (`H2Loop`): sockets, TLS,
+/// nghttp2 sessions, the per-origin connection pools and queues.
+///
+/// A batch of requests is one command: one lock and at most one wakeup, whatever its size.
+final class H2EventLoop: Sendable {
+    enum Command: Sendable {
+        case submit([HTTPTransfer])
+        case cancel(HTTPTransfer)
+        case resolved(connection: UInt64, Result<[SocketAddress], HTTPClientError>)
+    }
+
+    struct Settings: Sendable {
+        var connectTimeout: Duration
+        var maximumResponseBodyBytes: Int
+        var maximumConnectionsPerOrigin: Int
+        var maximumConcurrentStreamsPerConnection: Int
+        /// A connection that has received nothing for this long is sent a PING.
+        var pingInterval: Duration
+        /// A PING unanswered for this long means the connection is dead.
+        var pingTimeout: Duration
+        var tls: TLSClientContext
+        /// Where requests to an origin that does not negotiate `h2` go.
+        var fallback: CurlMultiLoop
+        /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.
+        var originLacksHTTP2: @Sendable (HTTPOrigin) -> Void
+    }
+
+    private enum Phase: Sendable {
+        case running
+        case shuttingDown
+        case exited
+    }
+
+    private struct Shared: Sendable {
+        var commands: [Command] = []
+        var phase: Phase = .running
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let settings: Settings
+    let counters: HTTPCounters
+    /// Written only under `shared`'s lock while running; closed by the thread after it has
+    /// seen the phase change under that lock, so no write reaches a closed descriptor.
+    let wakeFD: Int32
+    let epollFD: Int32
+    private let shared = Locked(Shared())
+
+    private init(settings: Settings, counters: HTTPCounters, wakeFD: Int32, epollFD: Int32) {
+        self.settings = settings
+        self.counters = counters
+        self.wakeFD = wakeFD
+        self.epollFD = epollFD
+    }
+
+    static func start(settings: Settings, counters: HTTPCounters) throws(HTTPClientError) -> H2EventLoop {
+        let epollFD = hapi_epoll_create()
+        guard epollFD >= 0 else {
+            throw HTTPClientError(.other, detail: "epoll_create1 failed: \(String(cString: strerror(errno)))")
+        }
+        let wakeFD = hapi_eventfd_create()
+        guard wakeFD >= 0 else {
+            Glibc.close(epollFD)
+            throw HTTPClientError(.other, detail: "eventfd failed: \(String(cString: strerror(errno)))")
+        }
+        guard hapi_epoll_set(epollFD, wakeFD, UInt32(HAPI_EPOLL_IN), 0, 1) == 0 else {
+            Glibc.close(wakeFD)
+            Glibc.close(epollFD)
+            throw HTTPClientError(.other, detail: "epoll_ctl failed: \(String(cString: strerror(errno)))")
+        }
+        let handle = H2EventLoop(settings: settings, counters: counters, wakeFD: wakeFD, epollFD: epollFD)
+        let context = Unmanaged.passRetained(handle).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(
+            &thread, nil,
+            { context in
+                guard let context else { return nil }
+                let handle = Unmanaged<H2EventLoop>.fromOpaque(context).takeRetainedValue()
+                // Writes to a peer that has gone must fail with EPIPE, not kill the host: block
+                // SIGPIPE on this thread only (OpenSSL writes with write(2), not MSG_NOSIGNAL).
+                var signals = sigset_t()
+                sigemptyset(&signals)
+                sigaddset(&signals, SIGPIPE)
+                pthread_sigmask(SIG_BLOCK, &signals, nil)
+                H2Loop(handle: handle).run()
+                handle.exited()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<H2EventLoop>.fromOpaque(context).release()
+            Glibc.close(wakeFD)
+            Glibc.close(epollFD)
+            throw HTTPClientError(.other, detail: "cannot start the HTTP/2 thread (pthread_create: \(rc))")
+        }
+        pthread_detach(thread)
+        return handle
+    }
+
+    // MARK: - Any thread
+
+    /// Queues a command for the loop thread. False once shutdown has begun.
+    func enqueue(_ command: Command) -> Bool {
+        shared.withLock { shared in
+            guard case .running = shared.phase else { return false }
+            let wasEmpty = shared.commands.isEmpty
+            shared.commands.append(command)
+            // A non-empty queue means a wakeup is already pending.
+            if wasEmpty { wake() }
+            return true
+        }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, 8)
+    }
+
+    /// Starts shutting down without waiting. Idempotent.
+    func beginShutdown() {
+        shared.withLock { shared in
+            guard case .running = shared.phase else { return }
+            shared.phase = .shuttingDown
+            wake()
+        }
+    }
+
+    /// Shuts down and waits until the thread has failed what was pending and freed everything.
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let exited = shared.withLock { shared in
+                switch shared.phase {
+                case .exited:
+                    return true
+                case .running:
+                    shared.phase = .shuttingDown
+                    wake()
+                    shared.exitWaiters.append(continuation)
+                    return false
+                case .shuttingDown:
+                    shared.exitWaiters.append(continuation)
+                    return false
+                }
+            }
+            if exited { continuation.resume() }
+        }
+    }
+
+    // MARK: - Loop thread
+
+    /// Swaps the queued commands into `commands`; true once shutdown has begun (the queue is
+    /// then closed: nothing more arrives).
+    func takeCommands(_ commands: inout [Command]) -> Bool {
+        shared.withLock { shared in
+            swap(&commands, &shared.commands)
+            if case .running = shared.phase { return false }
+            return true
+        }
+    }
+
+    private func exited() {
+        let waiters = shared.withLock { shared in
+            shared.phase = .exited
+            defer { shared.exitWaiters = [] }
+            return shared.exitWaiters
+        }
+        Glibc.close(wakeFD)
+        Glibc.close(epollFD)
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// The requests of one origin waiting for a stream, oldest first; retries go to the front.
+struct H2PendingQueue {
+    struct Entry {
+        let transfer: HTTPTransfer
+        /// Nil for a first attempt not yet taken from the queue; the attempt number of a retry.
+        var attempt: Int?
+    }
+
+    private var entries: [Entry] = []
+    private var head = 0
+
+    var isEmpty: Bool { head >= entries.count }
+    var count: Int { entries.count - head }
+
+    mutating func append(_ entry: Entry) { entries.append(entry) }
+
+    mutating func prepend(_ entry: Entry) {
+        if head > 0 {
+            head -= 1
+            entries[head] = entry
+        } else {
+            entries.insert(entry, at: 0)
+        }
+    }
+
+    mutating func popFirst() -> Entry? {
+        guard head < entries.count else { return nil }
+        let entry = entries[head]
+        head += 1
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 && head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+        return entry
+    }
+
+    /// Removes and returns every entry for which `isExpired` holds.
+    mutating func removeAll(where isExpired: (Entry) -> Bool) -> [Entry] {
+        var kept: [Entry] = []
+        var removed: [Entry] = []
+        for entry in entries[head...] {
+            if isExpired(entry) { removed.append(entry) } else { kept.append(entry) }
+        }
+        if !removed.isEmpty {
+            entries = kept
+            head = 0
+        }
+        return removed
+    }
+
+    mutating func takeAll() -> [Entry] {
+        defer {
+            entries = []
+            head = 0
+        }
+        return Array(entries[head...])
+    }
+}
+
+/// One origin's connections and queue. Loop thread only.
+final class H2Origin {
+    let key: HTTPOrigin
+    var connections: [H2Connection] = []
+    var pending = H2PendingQueue()
+
+    init(key: HTTPOrigin) { self.key = key }
+}

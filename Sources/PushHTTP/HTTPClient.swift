@@ -1,0 +1,206 @@
+import PushSync
+import Synchronization
+
+/// The one HTTP client every transport (relay, APNs, FCM, the OAuth exchange) sends through.
+/// Two engines behind one face, chosen per origin:
+///
+/// - `https` origins that negotiate `h2` by ALPN, and `http` origins with
+///   `forceHTTP2PriorKnowledge` (h2c): our HTTP/2 engine on nghttp2's client session over
+///   OpenSSL (`H2EventLoop`), one thread, epoll. Connections per origin honour the server's
+///   SETTINGS_MAX_CONCURRENT_STREAMS and a new one opens only when the open ones are full;
+///   idle connections are probed with PING; GOAWAY and REFUSED_STREAM are retried once.
+/// - `http` origins (HTTP/1.1, e.g. a relay on a private network) and `https` servers that do
+///   not offer `h2`: libcurl's multi interface on a thread of its own (`CurlMultiLoop`).
+///
+/// TLS peer and host-name verification are always on, with the system trust store plus
+/// `Configuration.additionalTrustedCAFile`. Every failure is a typed `HTTPClientError`; a
+/// request's timeout counts from submission (waiting for a connection or a stream included).
+/// Cancelling the calling task aborts its requests promptly with `.cancelled`.
+///
+/// `send(_ requests:)` takes a whole batch: one lock and one wakeup to enter the engine, one
+/// suspension for the caller, results in order.
+///
+/// Call `shutdown()` when done: it fails what is pending with `.shutdown` and waits until both
+/// threads have freed everything. A client released without `shutdown()` still shuts down on
+/// its own (without waiting).
+package final class HTTPClient: Sendable {
+    /// What the client has done so far.
+    package struct Statistics: Sendable, Hashable {
+        /// Requests whose first attempt was handed to an engine.
+        package var requestsSent: Int
+        /// Additional attempts after a refused stream.
+        package var retriesPerformed: Int
+        /// HTTP/2 connections of the nghttp2 engine open now.
+        package var openHTTP2Connections: Int
+    }
+
+    /// One request's result in a batch, and how long it took from submission.
+    package struct Outcome: Sendable {
+        package var result: Result<HTTPResponse, HTTPClientError>
+        package var elapsed: Duration
+    }
+
+    package let configuration: Configuration
+    let curl: CurlMultiLoop
+    let h2: H2EventLoop
+    let counters = HTTPCounters()
+    /// Origins whose TLS handshake chose HTTP/1.1: straight to libcurl from now on.
+    private let originsWithoutHTTP2: Locked<Set<HTTPOrigin>>
+
+    /// Starts the client's threads.
+    ///
+    /// - Throws: `HTTPClientError.invalidConfiguration` for a non-positive timeout or limit,
+    ///   an unreadable or non-PEM `additionalTrustedCAFile`, or a libcurl older than 7.85.
+    package init(configuration: Configuration = Configuration()) throws(HTTPClientError) {
+        let configuration = try configuration.validated()
+        self.configuration = configuration
+        let extraCA = try configuration.additionalTrustedCAFile.map { path throws(HTTPClientError) in
+            try CurlTrustStore.readAdditionalCAFile(path)
+        }
+        let tls = try TLSClientContext(additionalCAPEM: extraCA)
+        curl = try CurlMultiLoop.start(
+            settings: CurlMultiLoop.Settings(
+                connectTimeout: configuration.connectTimeout,
+                maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
+                forceHTTP2PriorKnowledge: configuration.forceHTTP2PriorKnowledge,
+                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:))),
+            counters: counters,
+            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
+            maximumConcurrentStreams: configuration.maximumConcurrentStreamsPerConnection,
+            maximumCachedConnections: configuration.maximumCachedConnections)
+        let learned = Locked(Set<HTTPOrigin>())
+        originsWithoutHTTP2 = learned
+        do {
+            h2 = try H2EventLoop.start(
+                settings: H2EventLoop.Settings(
+                    connectTimeout: configuration.connectTimeout,
+                    maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
+                    maximumConnectionsPerOrigin: max(1, configuration.maximumConnectionsPerHost),
+                    maximumConcurrentStreamsPerConnection: configuration.maximumConcurrentStreamsPerConnection,
+                    pingInterval: configuration.pingInterval,
+                    pingTimeout: configuration.pingTimeout,
+                    tls: tls,
+                    fallback: curl,
+                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
+                counters: counters)
+        } catch {
+            curl.beginShutdown()
+            throw error
+        }
+    }
+
+    deinit {
+        // Never waits: no send can be in flight once the client is released (send holds it).
+        h2.beginShutdown()
+        curl.beginShutdown()
+    }
+
+    /// Sends `request` and returns the complete response. Non-2xx statuses are responses, not
+    /// errors.
+    ///
+    /// - Throws: `HTTPClientError`; see its static members.
+    package func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
+        let outcomes = await send([request])
+        guard let outcome = outcomes.first else { throw HTTPClientError(.other, detail: "no result") }
+        return try outcome.result.get()
+    }
+
+    /// Sends every request at once and returns their outcomes in the same order. Requests to
+    /// the same origin share connections; each has its own timeout, counted from now.
+    package func send(_ requests: [HTTPRequest]) async -> [Outcome] {
+        guard !requests.isEmpty else { return [] }
+        let now = ContinuousClock.now
+        let batch = HTTPBatch(count: requests.count, submittedAt: now)
+        var transfers: [HTTPTransfer] = []
+        transfers.reserveCapacity(requests.count)
+        var refused: [(Int, HTTPClientError)] = []
+        let learned = originsWithoutHTTP2.withLock { $0 }
+        for (index, request) in requests.enumerated() {
+            do throws(HTTPClientError) {
+                let route = try Self.validate(request)
+                let viaH2 = route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge
+                let deadline = now + (request.timeout ?? configuration.requestTimeout)
+                transfers.append(
+                    HTTPTransfer(
+                        request: request, route: route, deadline: deadline, batch: batch, index: index,
+                        engine: viaH2 ? .h2(h2) : .curl(curl)))
+            } catch {
+                refused.append((index, error))
+            }
+        }
+        let h2 = self.h2
+        let curl = self.curl
+        let started = transfers
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: HTTPBatch.Continuation) in
+                batch.setContinuation(continuation)
+                for (index, error) in refused { batch.complete(index, .failure(error)) }
+                var toH2: [HTTPTransfer] = []
+                var toCurl: [HTTPTransfer] = []
+                for transfer in started where transfer.begin() {
+                    if case .h2 = transfer.initialEngine { toH2.append(transfer) } else { toCurl.append(transfer) }
+                }
+                if !toH2.isEmpty, !h2.enqueue(.submit(toH2)) { for transfer in toH2 { transfer.submitFailed() } }
+                if !toCurl.isEmpty, !curl.enqueue(toCurl.count == 1 ? .add(toCurl[0]) : .addAll(toCurl)) {
+                    for transfer in toCurl { transfer.submitFailed() }
+                }
+            }
+        } onCancel: {
+            for transfer in started { transfer.cancel() }
+        }
+    }
+
+    /// Fails pending and in-flight requests with `.shutdown`, stops both threads and frees
+    /// every connection and handle; returns once that is done. Idempotent; later `send`s fail
+    /// with `.shutdown`.
+    package func shutdown() async {
+        await h2.shutdown()
+        await curl.shutdown()
+    }
+
+    package var statistics: Statistics {
+        Statistics(
+            requestsSent: counters.requestsSent.load(ordering: .relaxed),
+            retriesPerformed: counters.retriesPerformed.load(ordering: .relaxed),
+            openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed))
+    }
+
+    /// Requests on the wire now: libcurl easy handles plus HTTP/2 streams (for leak tests).
+    var liveRequestCount: Int {
+        counters.liveEasyHandles.load(ordering: .relaxed) + counters.liveExchanges.load(ordering: .relaxed)
+    }
+
+    // MARK: - Validation
+
+    /// Checks what either engine would misread or what would break the framing; returns the
+    /// parsed route.
+    static func validate(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPRoute {
+        guard isToken(request.method.rawValue) else {
+            throw HTTPClientError(.invalidRequest, detail: "the method is not an HTTP token")
+        }
+        for field in request.headers {
+            guard isToken(field.name) else {
+                throw HTTPClientError(.invalidRequest, detail: "a header name is not an HTTP token")
+            }
+            // The value is never quoted: it may be a credential.
+            guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+                throw HTTPClientError(.invalidRequest, detail: "header \(field.name) has a CR, LF or NUL in its value")
+            }
+        }
+        return try HTTPRoute.parse(request.url)
+    }
+
+    /// RFC 9110 `token`: one or more tchar.
+    static func isToken(_ string: String) -> Bool {
+        !string.isEmpty
+            && string.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    return true
+                default:
+                    return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+            }
+    }
+}

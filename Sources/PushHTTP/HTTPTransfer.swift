@@ -1,0 +1,134 @@
+import PushSync
+
+/// One request of one `send` call, shared between the caller and the engine threads: the
+/// request, its route and deadline, the engine that currently holds it, and the state machine
+/// that decides, under one lock, when its batch slot is filled and with what. Exactly one
+/// action fills the slot; it is filled outside the lock.
+///
+/// Lock order: a transfer's lock may be held while enqueuing on an engine (that keeps an `add`
+/// ahead of its `cancel` in a queue); an engine never holds its queue lock while taking a
+/// transfer's lock.
+final class HTTPTransfer: Sendable {
+    let request: HTTPRequest
+    let route: HTTPRoute
+    let deadline: ContinuousClock.Instant
+    let batch: HTTPBatch
+    let index: Int
+
+    var isHTTPS: Bool { route.origin.isTLS }
+
+    /// The engine a cancellation must be sent to.
+    enum Engine: Sendable {
+        case curl(CurlMultiLoop)
+        case h2(H2EventLoop)
+    }
+
+    private struct Guarded {
+        var machine: HTTPTransferStateMachine
+        var engine: Engine
+    }
+
+    private let locked: Locked<Guarded>
+    /// The engine chosen by `send` (the HTTP/2 engine may later hand it to libcurl).
+    let initialEngine: Engine
+
+    init(
+        request: HTTPRequest, route: HTTPRoute, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
+        engine: Engine, maximumAttempts: Int = 2
+    ) {
+        self.request = request
+        self.route = route
+        self.deadline = deadline
+        self.batch = batch
+        self.index = index
+        self.initialEngine = engine
+        self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts), engine: engine))
+    }
+
+    /// What is left of the request's timeout (for a retry); zero or negative when spent.
+    var remainingTime: Duration { ContinuousClock.now.duration(to: deadline) }
+
+    /// Marks the transfer started. False when it must not be submitted (it was cancelled
+    /// before starting; its slot has been filled).
+    func begin() -> Bool {
+        let action = locked.withLock { $0.machine.start() }
+        switch action {
+        case .submit:
+            return true
+        case .fail(let error):
+            batch.complete(index, .failure(error))
+            return false
+        }
+    }
+
+    /// The engine would not take the transfer: it is shutting down.
+    func submitFailed() {
+        if locked.withLock({ $0.machine.submitFailed() }) { batch.complete(index, .failure(.shutdown)) }
+    }
+
+    /// The calling task was cancelled: ask the engine holding the transfer to abort it.
+    func cancel() {
+        locked.withLock { locked in
+            guard locked.machine.cancel() == .abort else { return }
+            // If the engine is shutting down it fails every transfer anyway.
+            switch locked.engine {
+            case .curl(let loop): _ = loop.enqueue(.cancel(self))
+            case .h2(let loop): _ = loop.enqueue(.cancel(self))
+            }
+        }
+    }
+
+    /// H2 engine thread: the origin does not speak HTTP/2; hand the (still queued) transfer
+    /// to libcurl. Under the lock, so a concurrent cancel goes to whichever engine holds it.
+    func reroute(to loop: CurlMultiLoop) {
+        let accepted = locked.withLock { locked in
+            locked.engine = .curl(loop)
+            return loop.enqueue(.add(self))
+        }
+        if !accepted { submitFailed() }
+    }
+
+    /// Engine thread: the attempt to run now, or nil (and the slot filled if need be) when
+    /// the transfer must not run.
+    func willAddToMulti() -> Int? {
+        let action = locked.withLock { $0.machine.willAddToMulti() }
+        switch action {
+        case .add(let attempt):
+            return attempt
+        case .fail(let error):
+            batch.complete(index, .failure(error))
+            return nil
+        case .drop:
+            return nil
+        }
+    }
+
+    /// Engine thread: whether a retry taken from a queue is still wanted (not cancelled or
+    /// timed out meanwhile).
+    func isRunning(attempt: Int) -> Bool {
+        locked.withLock { $0.machine.state == .running(attempt: attempt) }
+    }
+
+    /// Engine thread: an attempt ended. Returns the next attempt when the request is to be
+    /// retried; otherwise the slot has been filled.
+    func complete(_ result: Result<HTTPResponse, HTTPClientError>) -> Int? {
+        let action = locked.withLock { $0.machine.completed(result.map { _ in () }) }
+        switch action {
+        case .retry(let attempt):
+            return attempt
+        case .succeed:
+            batch.complete(index, result)
+        case .fail(let error):
+            batch.complete(index, .failure(error))
+        case .drop:
+            break
+        }
+        return nil
+    }
+
+    /// Engine thread: the transfer was removed without a result (cancel processed, timeout
+    /// while queued, shutdown).
+    func abort(with error: HTTPClientError) {
+        if locked.withLock({ $0.machine.aborted() }) { batch.complete(index, .failure(error)) }
+    }
+}
