@@ -148,6 +148,22 @@ import Testing
         #expect(after.status == 200)
     }
 
+    @Test func aStopWhosGraceRunsOutAnswersWhatIsStillWaiting() async throws {
+        let relay = try RelayFixture { $0.providerTimeout = .seconds(60) }
+        relay.providers.apns.respond { _ in .action(.neverRespond) }
+        let clock = ContinuousClock()
+        async let stuck = relay.push(iosPush())
+        for _ in 0..<200 where relay.apnsRequests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        let start = clock.now
+        await relay.server.stop(grace: .seconds(1))
+        let answer = try await stuck
+        await relay.stop()
+        #expect(answer.status == 502)
+        #expect(answer.text == #"{"ok":false,"code":"upstream"}"#)
+        #expect(clock.now - start < .seconds(5))
+        #expect(relay.log.all.contains { $0.contains("stopping: no new connections, 1 requests in flight") })
+    }
+
     @Test func oneLogLinePerPushWithTheHashNeverTheTokenOrEnvelope() async throws {
         let relay = try RelayFixture()
         let androidToken = "Secret-FCM-Token:abc123"
