@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* Server lifecycle, the poll(2) event loop, connections, the TLS/TCP transport and the
  * response object. HTTP/2 lives in lb_h2.c, HTTP/1.1 in lb_h1.c, certificates in lb_tls.c. */
 #include "lb_internal.h"
@@ -112,7 +113,7 @@ void hapi_lb_response_free(hapi_lb_response *r) {
 }
 
 void hapi_lb_response_set_action(hapi_lb_response *r, hapi_lb_action a) {
-    if (r && a >= HAPI_LB_RESPOND && a <= HAPI_LB_ENDLESS_BODY) r->action = a;
+    if (r && a >= HAPI_LB_RESPOND && a <= HAPI_LB_RESPOND_THEN_SILENT) r->action = a;
 }
 
 void hapi_lb_response_set_status(hapi_lb_response *r, int status) {
@@ -336,6 +337,10 @@ static void conn_flush(hapi_lb_conn *c) {
         }
         hapi_lb_buf_consume(&c->out, (size_t)n);
         budget -= (size_t)n;
+        if (c->silence_after_flush && hapi_lb_buf_size(&c->out) == 0) {
+            c->silent = 1; /* the response is out; from now on the peer hears nothing */
+            return;
+        }
     }
     if ((c->close_stage == 2 && hapi_lb_buf_size(&c->out) == 0) ||
         (c->proto == HAPI_LB_PROTO_H2 && hapi_lb_h2_finished(c)))
@@ -426,7 +431,7 @@ static void conn_handshake(hapi_lb_conn *c) {
 }
 
 static short conn_events(const hapi_lb_conn *c) {
-    if (c->server->config.silent) return 0; /* POLLHUP/POLLERR still arrive */
+    if (c->server->config.silent || c->silent) return 0; /* POLLHUP/POLLERR still arrive */
     if (c->lingering) return POLLIN;
     short ev = POLLIN;
     if (c->want_pollout || c->read_wants_write) ev |= POLLOUT;
@@ -434,7 +439,7 @@ static short conn_events(const hapi_lb_conn *c) {
 }
 
 static void conn_on_io(hapi_lb_conn *c, short revents) {
-    if (c->server->config.silent) {
+    if (c->server->config.silent || c->silent) {
         if (revents & (POLLHUP | POLLERR | POLLNVAL)) c->dead = 1;
         return;
     }
@@ -550,6 +555,7 @@ static void reap_dead(hapi_lb_server *s) {
 }
 
 static void *loop_main(void *arg) {
+    pthread_setname_np(pthread_self(), "hapi-loopback");
     hapi_lb_server *s = arg;
     /* OpenSSL writes with write(2): a peer that vanished must give EPIPE, not kill the process. */
     sigset_t block;
@@ -651,7 +657,7 @@ hapi_lb_server *hapi_lb_start(const hapi_lb_config *config, hapi_lb_handler hand
             goto fail;
         }
         snprintf(s->ca_path, sizeof s->ca_path, "%s/ca.pem", s->tmp_dir);
-        s->ssl_ctx = hapi_lb_tls_context_new(s->ca_path, errbuf, errbuf_len);
+        s->ssl_ctx = hapi_lb_tls_context_new(s->ca_path, s->config.http1_only, errbuf, errbuf_len);
         if (!s->ssl_ctx) goto fail;
     } else if (config->transport != HAPI_LB_CLEARTEXT) {
         snprintf(errbuf, errbuf_len, "unknown transport %d", (int)config->transport);

@@ -107,10 +107,15 @@ static void apply(hapi_lb_conn *c, hapi_lb_stream *st) {
             nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, c->goaway_last,
                                   hapi_lb_response_error_code(r), NULL, 0);
         }
-        if (!c->close_stage) c->close_stage = 1;
+        /* As a real server does, streams at or below last_stream_id are still answered; the
+         * connection closes once nghttp2 has nothing left to read or write. */
         break;
     case HAPI_LB_DROP_CONNECTION: c->dead = 1; break;
     case HAPI_LB_NEVER_RESPOND: break;
+    case HAPI_LB_RESPOND_THEN_SILENT:
+        submit_response(c, st);
+        c->silence_after_flush = 1;
+        break;
     default: submit_response(c, st); break;
     }
 }
@@ -238,13 +243,16 @@ int hapi_lb_h2_start(hapi_lb_conn *c) {
     int rv = nghttp2_session_server_new2(&c->h2, c->server->h2_callbacks, c, option);
     nghttp2_option_del(option);
     if (rv != 0) return 0;
+    uint32_t window = c->server->config.initial_window_size ? c->server->config.initial_window_size : 1u << 20;
     nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->server->config.max_concurrent_streams},
-        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1u << 20},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, window},
     };
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, settings, 2) != 0) return 0;
-    /* A large connection window so many streams can upload at once. */
-    nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+    /* A large connection window so many streams can upload at once (unless a test asked for a
+     * small one: then the connection window stays at the protocol's 65,535 bytes). */
+    if (!c->server->config.initial_window_size)
+        nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0, 16 << 20);
     return 1;
 }
 

@@ -103,6 +103,8 @@ typedef struct hapi_lb_conn {
     int read_again;       /* the read budget ran out: come back without waiting */
     int read_wants_write; /* SSL_read / handshake needs the socket writable */
     int lingering;        /* graceful close: FIN sent, discarding input until EOF or timeout */
+    int silence_after_flush; /* RESPOND_THEN_SILENT: go silent once the output is written */
+    int silent;              /* a connection that hung: never read or written again */
     uint64_t linger_until;
 
     hapi_lb_buf in;  /* HTTP/1.1 and preface sniffing */
@@ -169,6 +171,6 @@ HAPI_LB_HIDDEN void hapi_lb_h1_timer_fired(hapi_lb_conn *c);
 HAPI_LB_HIDDEN void hapi_lb_h1_free(hapi_lb_conn *c);
 
 /* Certificates and TLS context (lb_tls.c). */
-HAPI_LB_HIDDEN SSL_CTX *hapi_lb_tls_context_new(const char *ca_path, char *err, size_t errlen);
+HAPI_LB_HIDDEN SSL_CTX *hapi_lb_tls_context_new(const char *ca_path, int http1_only, char *err, size_t errlen);
 
 #endif

@@ -70,17 +70,19 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *is
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned int inlen, void *arg) {
     (void)ssl;
-    (void)arg;
     static const unsigned char preferred[] = "\x02h2\x08http/1.1";
+    static const unsigned char http1[] = "\x08http/1.1";
+    const int http1_only = arg != NULL;
     unsigned char *selected = NULL;
-    if (SSL_select_next_proto(&selected, outlen, preferred, sizeof preferred - 1, in, inlen) !=
+    if (SSL_select_next_proto(&selected, outlen, http1_only ? http1 : preferred,
+                              http1_only ? sizeof http1 - 1 : sizeof preferred - 1, in, inlen) !=
         OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_NOACK;
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
 }
 
-SSL_CTX *hapi_lb_tls_context_new(const char *ca_path, char *err, size_t errlen) {
+SSL_CTX *hapi_lb_tls_context_new(const char *ca_path, int http1_only, char *err, size_t errlen) {
     SSL_CTX *ctx = NULL;
     EVP_PKEY *ca_key = EVP_EC_gen("P-256");
     EVP_PKEY *key = EVP_EC_gen("P-256");
@@ -122,7 +124,8 @@ SSL_CTX *hapi_lb_tls_context_new(const char *ca_path, char *err, size_t errlen) 
     /* No session tickets: nothing to write after the handshake that the client did not ask for. */
     SSL_CTX_set_num_tickets(ctx, 0);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    /* Any non-NULL argument means "http/1.1 only". */
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, http1_only ? (void *)ctx : NULL);
 done:
     X509_free(cert);
     X509_free(ca);

@@ -13,7 +13,48 @@ public enum Base64 {
 
     /// Encodes with padding.
     public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        String(decoding: encodeToBytes(bytes), as: UTF8.self)
+        if let text = bytes.withContiguousStorageIfAvailable({ encode($0) }) { return text }
+        return Array(bytes).withUnsafeBufferPointer { encode($0) }
+    }
+
+    /// Encodes straight into the string's own storage: no intermediate array.
+    static func encode(_ input: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: encodedLength(input.count)) { output in
+            encode(input, into: output)
+        }
+    }
+
+    /// Writes the padded encoding of `input` into `output` (at least `encodedLength` bytes);
+    /// returns the count written.
+    static func encode(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        guard let source = input.baseAddress, let target = output.baseAddress, output.count >= encodedLength(input.count) else {
+            return 0
+        }
+        return alphabet.withUnsafeBufferPointer { table -> Int in
+            guard let symbols = table.baseAddress else { return 0 }
+            var i = 0
+            var o = 0
+            let count = input.count
+            while i + 3 <= count {
+                let n = UInt32(source[i]) << 16 | UInt32(source[i + 1]) << 8 | UInt32(source[i + 2])
+                target[o] = symbols[Int(n >> 18 & 63)]
+                target[o + 1] = symbols[Int(n >> 12 & 63)]
+                target[o + 2] = symbols[Int(n >> 6 & 63)]
+                target[o + 3] = symbols[Int(n & 63)]
+                i += 3
+                o += 4
+            }
+            let rest = count - i
+            if rest > 0 {
+                let n = UInt32(source[i]) << 16 | (rest == 2 ? UInt32(source[i + 1]) << 8 : 0)
+                target[o] = symbols[Int(n >> 18 & 63)]
+                target[o + 1] = symbols[Int(n >> 12 & 63)]
+                target[o + 2] = rest == 2 ? symbols[Int(n >> 6 & 63)] : UInt8(ascii: "=")
+                target[o + 3] = UInt8(ascii: "=")
+                o += 4
+            }
+            return o
+        }
     }
 
     /// Encodes to ASCII bytes with padding.

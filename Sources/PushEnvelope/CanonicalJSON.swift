@@ -61,24 +61,30 @@ public enum CanonicalJSON {
     /// controls below U+0020 as lowercase `\u00xx`; `/`, DEL and all non-ASCII (U+2028/2029
     /// included) are written as they are. Swift strings hold no lone surrogates, so the
     /// well-formed-stringify rule for them never applies.
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    package static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
-            default:
-                out.append(byte)
+        var text = s
+        text.withUTF8 { bytes in
+            // Runs that need no escape are copied whole.
+            var runStart = 0
+            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+                case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+                case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                    out.append(hexDigits[Int(byte >> 4)])
+                    out.append(hexDigits[Int(byte & 0x0F)])
+                }
             }
+            if runStart < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
         }
         out.append(UInt8(ascii: "\""))
     }

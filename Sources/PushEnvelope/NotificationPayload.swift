@@ -59,9 +59,6 @@ public struct NotificationPayload: Sendable, Hashable {
         .object(fields.mapValues { .string($0) })
     }
 
-    /// The exact plaintext the JavaScript hub would seal.
-    public var canonicalJSON: [UInt8] { jsonValue.canonicalBytes }
-
     /// Reads a payload as a device does after decrypting: the five required fields must be
     /// strings, optional fields must be strings when present, unknown keys are ignored.
     public init(jsonObject value: JSONValue) throws(EnvelopeError) {

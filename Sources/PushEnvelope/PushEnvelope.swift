@@ -1,3 +1,5 @@
+import CHapiOpenSSL
+
 /// The encrypted envelope the hub sends through the relay, APNs and FCM:
 /// `base64(nonce(12) ‖ AES-256-GCM ciphertext ‖ tag(16))` under the device's push key, with
 /// AAD `hapi-push-v1`. Only the hub and the paired device can read it.
@@ -24,9 +26,19 @@ public enum PushEnvelope {
 
     /// Seals `plaintext` under `key` with a fresh random nonce. Call once per message and
     /// device: a nonce is never reused.
+    ///
+    /// One allocation besides OpenSSL's context: nonce, ciphertext and tag are written into a
+    /// scratch buffer and base64-encoded straight into the returned string's storage.
     public static func seal(_ plaintext: [UInt8], key: PushKey) throws(EnvelopeError) -> String {
-        let nonce = try SecureRandom.bytes(AESGCM.nonceByteCount)
-        return try sealBytes(plaintext, key: key, nonce: nonce)
+        let sealedCount = AESGCM.nonceByteCount + plaintext.count + AESGCM.tagByteCount
+        let sealed: String? = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: sealedCount) { scratch in
+            guard let base = scratch.baseAddress, RAND_bytes(base, Int32(AESGCM.nonceByteCount)) == 1,
+                AESGCM.seal(plaintext: plaintext, key: key.bytes, aad: associatedData, into: base)
+            else { return nil }
+            return Base64.encode(UnsafeBufferPointer(start: base, count: sealedCount))
+        }
+        guard let sealed else { throw EnvelopeError.cipherFailure }
+        return sealed
     }
 
     /// Seals with a caller-chosen nonce. Only for test vectors: reusing a nonce under one key

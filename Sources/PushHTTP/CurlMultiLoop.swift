@@ -1,3 +1,4 @@
+import CHapiLinux
 import CHapiCurl
 import Glibc
 import PushSync
@@ -105,6 +106,7 @@ final class CurlMultiLoop: Sendable {
             { context in
                 guard let context else { return nil }
                 let loop = Unmanaged<CurlMultiLoop>.fromOpaque(context).takeRetainedValue()
+                hapi_name_this_thread("hapi-push-curl")
                 loop.run()
                 return nil
             }, context)

@@ -72,8 +72,10 @@ final class H2Connection {
         }
     }
 
+    /// Streams start only once the server's SETTINGS are known, so its concurrency limit is
+    /// never overrun (a server may refuse streams beyond it).
     var canStartStream: Bool {
-        state == .open && !draining && streams.count < streamLimit
+        state == .open && settingsReceived && !draining && streams.count < streamLimit
     }
 
     // MARK: - Connecting

@@ -80,6 +80,7 @@ final class H2EventLoop: Sendable {
             { context in
                 guard let context else { return nil }
                 let handle = Unmanaged<H2EventLoop>.fromOpaque(context).takeRetainedValue()
+                hapi_name_this_thread("hapi-push-h2")
                 // Writes to a peer that has gone must fail with EPIPE, not kill the host: block
                 // SIGPIPE on this thread only (OpenSSL writes with write(2), not MSG_NOSIGNAL).
                 var signals = sigset_t()

@@ -72,6 +72,9 @@ extension LoopbackServer {
         case partialThenDrop(bytes: Int)
         /// Status, headers, then the body (or "x") repeated until the client gives up.
         case endlessBody
+        /// Answer normally, then never read or write the connection again while keeping it
+        /// open: a peer that hung (HTTP/2 only), for PING liveness checks.
+        case respondThenSilent
     }
 
     public struct Response: Sendable {
@@ -171,6 +174,8 @@ extension LoopbackServer.Response {
             hapi_lb_response_set_partial_bytes(response, max(0, bytes))
         case .endlessBody:
             hapi_lb_response_set_action(response, HAPI_LB_ENDLESS_BODY)
+        case .respondThenSilent:
+            hapi_lb_response_set_action(response, HAPI_LB_RESPOND_THEN_SILENT)
         }
         hapi_lb_response_set_status(response, Int32(clamping: status))
         hapi_lb_response_set_delay_ms(response, delayMilliseconds)

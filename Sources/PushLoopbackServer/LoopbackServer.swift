@@ -49,14 +49,22 @@ public final class LoopbackServer: Sendable {
 
     /// Starts listening at once. Throws ``LoopbackServerError`` if the certificates, the socket or
     /// the thread cannot be set up.
+    ///
+    /// - Parameters:
+    ///   - initialWindowSize: the HTTP/2 flow-control window the server announces for each
+    ///     stream; when set, the connection window stays at the protocol's 65,535 bytes too
+    ///     (default: 1 MiB per stream, 16 MiB per connection).
+    ///   - http1Only: TLS only: ALPN offers `http/1.1` alone, like a server without HTTP/2.
     public init(
         transport: Transport = .tls, maxConcurrentStreams: UInt32 = 1000, silent: Bool = false,
-        handler: @escaping Handler
+        initialWindowSize: UInt32? = nil, http1Only: Bool = false, handler: @escaping Handler
     ) throws(LoopbackServerError) {
         var config = hapi_lb_config()
         config.transport = transport == .tls ? HAPI_LB_TLS : HAPI_LB_CLEARTEXT
         config.max_concurrent_streams = maxConcurrentStreams
         config.silent = silent ? 1 : 0
+        config.initial_window_size = initialWindowSize ?? 0
+        config.http1_only = http1Only ? 1 : 0
 
         let box = HandlerBox(handler)
         // The C side holds this reference until stop() releases it.

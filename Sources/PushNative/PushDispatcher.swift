@@ -30,32 +30,62 @@ public struct PushDispatcher: Sendable {
         self.android = android
     }
 
+    /// Which channel a planned send goes through: each channel's transport gets one batch.
+    /// (Grouping by channel rather than by transport name keeps two relays of different URLs,
+    /// one per platform, apart.)
+    private enum Channel: CaseIterable {
+        case ios
+        case android
+    }
+
     /// One device's planned send, or the reason it has none.
     private enum Plan {
-        case send(transport: any PushTransport, delivery: PushDelivery, level: PayloadFitter.Level)
+        case send(channel: Channel, transport: any PushTransport, delivery: PushDelivery, level: PayloadFitter.Level)
         case done(outcome: DispatchReport.Delivery.Outcome, transport: String, reason: String)
+    }
+
+    /// The payload fitted once per dispatch for each path: every device of a path gets the
+    /// same plaintext (only the nonce and the key differ between envelopes).
+    private struct Fitted {
+        /// The sealed paths: the fitted payload's canonical JSON and its level.
+        let envelope: (plaintext: [UInt8], level: PayloadFitter.Level)?
+        /// Direct FCM: the fitted payload and its level.
+        let fcm: (payload: NotificationPayload, level: PayloadFitter.Level)?
+
+        init(_ payload: NotificationPayload) {
+            envelope = PayloadFitter.fitEnvelope(payload).map { ($0.0.canonicalJSON, $0.1) }
+            fcm = PayloadFitter.fitFCMData(payload)
+        }
     }
 
     /// Sends `payload` to every device of `namespace`.
     public func dispatch(_ payload: NotificationPayload, namespace: String) async throws -> DispatchReport {
         let devices = try await store.devices(namespace: namespace)
-        let plans = devices.map { plan(payload, for: $0) }
+        let fitted = Fitted(payload)
+        let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"
+        let plans = devices.map { plan(for: $0, fitted: fitted, collapseId: collapseId) }
 
-        // Group by transport, send each group as one batch, all groups at once.
-        var groups: [String: (transport: any PushTransport, indices: [Int])] = [:]
-        for (index, plan) in plans.enumerated() {
-            guard case .send(let transport, _, _) = plan else { continue }
-            groups[transport.name, default: (transport, [])].indices.append(index)
+        // One batch per channel, both channels at once.
+        var batches: [(transport: any PushTransport, indices: [Int])] = []
+        for channel in Channel.allCases {
+            var transport: (any PushTransport)?
+            var indices: [Int] = []
+            for (index, plan) in plans.enumerated() {
+                guard case .send(channel, let planned, _, _) = plan else { continue }
+                transport = planned
+                indices.append(index)
+            }
+            if let transport { batches.append((transport, indices)) }
         }
         let results = await withTaskGroup(of: [(Int, PushResult)].self) { group in
-            for (_, entry) in groups {
-                let deliveries = entry.indices.compactMap { index -> PushDelivery? in
-                    if case .send(_, let delivery, _) = plans[index] { return delivery }
+            for batch in batches {
+                let deliveries = batch.indices.compactMap { index -> PushDelivery? in
+                    if case .send(_, _, let delivery, _) = plans[index] { return delivery }
                     return nil
                 }
-                group.addTask { Array(zip(entry.indices, await entry.transport.send(deliveries))) }
+                group.addTask { Array(zip(batch.indices, await batch.transport.send(deliveries))) }
             }
-            var byIndex: [Int: PushResult] = [:]
+            var byIndex = [PushResult?](repeating: nil, count: plans.count)
             for await batch in group { for (index, result) in batch { byIndex[index] = result } }
             return byIndex
         }
@@ -71,7 +101,7 @@ public struct PushDispatcher: Sendable {
                 report.outcome = outcome
                 report.transport = transport
                 report.reason = reason
-            case .send(let transport, let delivery, let level):
+            case .send(_, let transport, let delivery, let level):
                 report.transport = transport.name
                 let result = results[index] ?? PushResult(outcome: .failed, reason: "no_result")
                 report.reason = result.reason
@@ -95,15 +125,14 @@ public struct PushDispatcher: Sendable {
         return DispatchReport(deliveries: reports)
     }
 
-    private func plan(_ payload: NotificationPayload, for device: DeviceRegistration) -> Plan {
-        let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"
+    private func plan(for device: DeviceRegistration, fitted: Fitted, collapseId: String) -> Plan {
         switch device.platform {
         case .ios:
             switch ios {
             case .off(let reason):
                 return .done(outcome: .skipped, transport: "none", reason: "channel_off: \(reason)")
             case .encrypted(let transport):
-                return encrypted(payload, device: device, target: .ios, transport: transport, collapseId: collapseId)
+                return encrypted(fitted, device: device, target: .ios, channel: .ios, transport: transport, collapseId: collapseId)
             }
         case .phone, .wear:
             switch android {
@@ -113,38 +142,38 @@ public struct PushDispatcher: Sendable {
                 guard device.platform == .phone else {
                     return .done(outcome: .skipped, transport: transport.name, reason: "wear_relay_unsupported")
                 }
-                return encrypted(payload, device: device, target: .androidPhone, transport: transport, collapseId: collapseId)
+                return encrypted(fitted, device: device, target: .androidPhone, channel: .android, transport: transport, collapseId: collapseId)
             case .plaintext(let transport):
-                guard let (fitted, level) = PayloadFitter.fitFCMData(payload) else {
+                guard let (payload, level) = fitted.fcm else {
                     return .done(outcome: .failed, transport: transport.name, reason: "too_large")
                 }
                 let delivery = PushDelivery(
-                    target: device.platform == .wear ? .wear : .androidPhone, token: device.token, content: .plaintext(fitted),
+                    target: device.platform == .wear ? .wear : .androidPhone, token: device.token, content: .plaintext(payload),
                     collapseId: collapseId)
-                return .send(transport: transport, delivery: delivery, level: level)
+                return .send(channel: .android, transport: transport, delivery: delivery, level: level)
             }
         }
     }
 
     private func encrypted(
-        _ payload: NotificationPayload, device: DeviceRegistration, target: PushDelivery.Target, transport: any PushTransport,
+        _ fitted: Fitted, device: DeviceRegistration, target: PushDelivery.Target, channel: Channel, transport: any PushTransport,
         collapseId: String
     ) -> Plan {
         guard let key = device.pushKey else {
             return .done(outcome: .skipped, transport: transport.name, reason: "missing_push_key")
         }
-        guard let (fitted, level) = PayloadFitter.fitEnvelope(payload) else {
+        guard let (plaintext, level) = fitted.envelope else {
             // Even the minimal notification exceeds the cap: this device fails, its row stays.
             return .done(outcome: .failed, transport: transport.name, reason: "too_large")
         }
         let envelope: String
         do {
-            envelope = try PushEnvelope.seal(fitted.canonicalJSON, key: key)  // a fresh nonce per device
+            envelope = try PushEnvelope.seal(plaintext, key: key)  // a fresh nonce per device
         } catch {
             return .done(outcome: .failed, transport: transport.name, reason: "seal_failed: \(error.message)")
         }
         let delivery = PushDelivery(target: target, token: device.token, content: .envelope(envelope), collapseId: collapseId)
-        return .send(transport: transport, delivery: delivery, level: level)
+        return .send(channel: channel, transport: transport, delivery: delivery, level: level)
     }
 
     static func milliseconds(_ duration: Duration) -> Int {

@@ -37,33 +37,46 @@ public struct APNsTransport: PushTransport {
                 return result
             }
         }
-        return await boundedConcurrentMap(deliveries, limit: concurrency) { delivery in
-            let result = await send(delivery, token: token)
-            logger.log(delivery, transport: name, result)
-            return result
+        return await inChunks(deliveries, concurrency: concurrency) { [self] chunk in
+            let results = await send(chunk, token: token)
+            for (delivery, result) in zip(chunk, results) { logger.log(delivery, transport: name, result) }
+            return results
         }
     }
 
     func send(_ delivery: PushDelivery, token: String) async -> PushResult {
-        guard case .envelope(let envelope) = delivery.content else { return .refused("apns_requires_envelope") }
-        guard delivery.target == .ios else { return .refused("apns_requires_ios_token") }
-        // Hex only: anything else would change the request path.
-        guard !delivery.token.isEmpty, delivery.token.utf8.allSatisfy({ Self.isHex($0) }) else { return .refused("BadDeviceToken_format") }
-        var result = await call.perform(request(delivery, envelope: envelope, jwt: token), classify: Self.verdict)
-        if result.reason == "ExpiredProviderToken" {
-            // Apple says our token is too old: mint once (single flight across the batch) and
-            // retry this push once.
-            let first = result
-            do {
-                let fresh = try await providerToken.refresh(rejected: token)
-                result = await call.perform(request(delivery, envelope: envelope, jwt: fresh), classify: Self.verdict)
-                result.latency += first.latency
-                result.attempts += first.attempts
-            } catch {
-                result.reason = "ExpiredProviderToken; refresh failed: \(error.message)"
+        await send([delivery], token: token).first ?? .refused("no_result")
+    }
+
+    func send(_ deliveries: [PushDelivery], token: String) async -> [PushResult] {
+        var results = await call.perform(deliveries, prepare: { prepare($0, jwt: token) }, classify: Self.verdict)
+        let expired = results.indices.filter { results[$0].reason == "ExpiredProviderToken" }
+        guard !expired.isEmpty else { return results }
+        // Apple says our token is too old: mint once (single flight across the batch) and
+        // retry those pushes once.
+        do {
+            let fresh = try await providerToken.refresh(rejected: token)
+            let again = await call.perform(expired.map { deliveries[$0] }, prepare: { prepare($0, jwt: fresh) }, classify: Self.verdict)
+            for (index, retried) in zip(expired, again) {
+                let first = results[index]
+                results[index] = retried
+                results[index].latency += first.latency
+                results[index].attempts += first.attempts
             }
+        } catch {
+            for index in expired { results[index].reason = "ExpiredProviderToken; refresh failed: \(error.message)" }
         }
-        return result
+        return results
+    }
+
+    func prepare(_ delivery: PushDelivery, jwt: String) -> ProviderCall.Prepared {
+        guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused("apns_requires_envelope")) }
+        guard delivery.target == .ios else { return .refuse(.refused("apns_requires_ios_token")) }
+        // Hex only: anything else would change the request path.
+        guard !delivery.token.isEmpty, delivery.token.utf8.allSatisfy({ Self.isHex($0) }) else {
+            return .refuse(.refused("BadDeviceToken_format"))
+        }
+        return .send(request(delivery, envelope: envelope, jwt: jwt))
     }
 
     func request(_ delivery: PushDelivery, envelope: String, jwt: String) -> HTTPRequest {
@@ -71,7 +84,7 @@ public struct APNsTransport: PushTransport {
             "authorization": "bearer " + jwt,
             "apns-topic": bundleId,
             "apns-push-type": "alert",
-            "apns-priority": String(delivery.priority.rawValue),
+            "apns-priority": delivery.priority == .high ? "10" : "5",
             "apns-expiration": "0",
             "apns-collapse-id": Self.collapseId(delivery.collapseId),
             "content-type": "application/json",
@@ -82,8 +95,14 @@ public struct APNsTransport: PushTransport {
     /// The exact body: a generic alert the Notification Service Extension replaces after
     /// decrypting `hapi.e`.
     static func body(envelope: String) -> [UInt8] {
-        Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":""#.utf8)
-            + JSONValue.string(envelope).canonicalBytes.dropFirst() + Array("}}".utf8)
+        let prefix: StaticString = #"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"#
+        var out: [UInt8] = []
+        out.reserveCapacity(prefix.utf8CodeUnitCount + envelope.utf8.count + 4)
+        out.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        CanonicalJSON.writeString(envelope, into: &out)
+        out.append(UInt8(ascii: "}"))
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// At most 64 UTF-8 bytes, cut only between characters.

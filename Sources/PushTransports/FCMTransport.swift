@@ -39,24 +39,33 @@ public struct FCMTransport: PushTransport {
                 return result
             }
         }
-        return await boundedConcurrentMap(deliveries, limit: concurrency) { delivery in
-            let result = await send(delivery, accessToken: accessToken)
-            if result.status == 401 { await accessTokens.invalidate(accessToken) }
-            logger.log(delivery, transport: name, result)
-            return result
+        let url = endpoint + "/v1/projects/" + projectId + "/messages:send"
+        let headers: HTTPHeaders = ["authorization": "Bearer " + accessToken, "content-type": "application/json"]
+        return await inChunks(deliveries, concurrency: concurrency) { [call, logger, name, accessTokens] chunk in
+            let results = await call.perform(chunk, prepare: { Self.prepare($0, url: url, headers: headers) }) { response in
+                ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
+            }
+            if results.contains(where: { $0.status == 401 }) { await accessTokens.invalidate(accessToken) }
+            for (delivery, result) in zip(chunk, results) { logger.log(delivery, transport: name, result) }
+            return results
         }
     }
 
     func send(_ delivery: PushDelivery, accessToken: String) async -> PushResult {
-        guard case .plaintext(let payload) = delivery.content else { return .refused("fcm_requires_plaintext") }
-        guard delivery.target != .ios else { return .refused("fcm_requires_android_token") }
-        let request = HTTPRequest(
-            method: .post, url: endpoint + "/v1/projects/" + projectId + "/messages:send",
-            headers: ["authorization": "Bearer " + accessToken, "content-type": "application/json"],
-            body: Self.body(token: delivery.token, payload: payload, target: delivery.target, priority: delivery.priority))
-        return await call.perform(request) { response in
+        let url = endpoint + "/v1/projects/" + projectId + "/messages:send"
+        let headers: HTTPHeaders = ["authorization": "Bearer " + accessToken, "content-type": "application/json"]
+        return await call.perform([delivery], prepare: { Self.prepare($0, url: url, headers: headers) }) { response in
             ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
-        }
+        }.first ?? .refused("no_result")
+    }
+
+    static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
+        guard case .plaintext(let payload) = delivery.content else { return .refuse(.refused("fcm_requires_plaintext")) }
+        guard delivery.target != .ios else { return .refuse(.refused("fcm_requires_android_token")) }
+        return .send(
+            HTTPRequest(
+                method: .post, url: url, headers: headers,
+                body: body(token: delivery.token, payload: payload, target: delivery.target, priority: delivery.priority)))
     }
 
     /// A data-only message: every value a string, no `notification`, no `collapse_key`.

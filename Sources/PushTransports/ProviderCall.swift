@@ -18,39 +18,102 @@ struct ProviderCall: Sendable {
 
     /// Sends `request`, classifying each answer with `classify`, retrying per the policy.
     func perform(_ request: HTTPRequest, classify: @Sendable (HTTPResponse) -> Verdict) async -> PushResult {
+        await perform([request], classify: classify).first ?? PushResult(outcome: .failed, reason: "no_result")
+    }
+
+    /// Sends every request as one batch (one submission to the HTTP client, one suspension),
+    /// classifies each answer, and sends the retryable ones again per the policy, together,
+    /// after the longest wait any of them asks for. Results are in request order; each
+    /// latency runs from the start of this call to that request's last answer.
+    func perform(_ requests: [HTTPRequest], classify: @Sendable (HTTPResponse) -> Verdict) async -> [PushResult] {
+        guard !requests.isEmpty else { return [] }
         let clock = ContinuousClock()
         let start = clock.now
         if backoff.isBackingOff(now: start) {
-            return PushResult(outcome: .failed, reason: "endpoint_backoff", attempts: 0)
+            return requests.map { _ in PushResult(outcome: .failed, reason: "endpoint_backoff", attempts: 0) }
         }
+        var results = [PushResult?](repeating: nil, count: requests.count)
+        var todo = Array(requests.indices)
         var attempt = 0
-        while true {
+        while !todo.isEmpty {
             attempt += 1
-            let verdict: Verdict
-            var status: Int?
-            var retryAfter: Duration?
-            let attemptStart = clock.now
-            do {
-                let response = try await client.send(request)
+            let roundStart = clock.now
+            let outcomes = await client.send(todo.map { requests[$0] })
+            var retry: [Int] = []
+            var wait: Duration = .zero
+            var reached = false
+            var connectFailed = false
+            for (index, outcome) in zip(todo, outcomes) {
+                let verdict: Verdict
+                var status: Int?
+                var retryAfter: Duration?
+                switch outcome.result {
+                case .success(let response):
+                    reached = true
+                    status = response.status
+                    retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
+                    verdict = classify(response)
+                case .failure(let error):
+                    if error.isConnectFailure { connectFailed = true }
+                    verdict = Verdict(classification: Self.classify(error))
+                }
+                let latency = (roundStart - start) + outcome.elapsed
+                if verdict.classification.retryable, !Task.isCancelled,
+                    let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: retryAfter)
+                {
+                    retry.append(index)
+                    wait = max(wait, delay)
+                    results[index] = PushResult(
+                        outcome: verdict.classification.outcome, reason: verdict.classification.reason, status: status,
+                        latency: latency, attempts: attempt)
+                    continue
+                }
+                results[index] = PushResult(
+                    outcome: verdict.classification.outcome, reason: verdict.classification.reason, status: status,
+                    latency: latency, apnsId: verdict.apnsId, invalidSince: verdict.invalidSince, attempts: attempt)
+            }
+            // One outage is one failure, however many requests it failed; any answer ends it.
+            if reached {
                 backoff.recordSuccess()
-                status = response.status
-                retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
-                verdict = classify(response)
-            } catch {
-                if error.isConnectFailure { backoff.recordConnectFailure(now: clock.now, attemptStartedAt: attemptStart) }
-                verdict = Verdict(classification: Self.classify(error))
+            } else if connectFailed {
+                backoff.recordConnectFailure(now: clock.now, attemptStartedAt: roundStart)
             }
-            let elapsed = clock.now - start
-            if verdict.classification.retryable, !Task.isCancelled,
-                let wait = policy.delay(afterAttempt: attempt, elapsed: elapsed, retryAfter: retryAfter)
-            {
-                try? await Task.sleep(for: wait)
-                continue
+            todo = retry
+            if !todo.isEmpty {
+                do { try await Task.sleep(for: wait) } catch { break }  // cancelled: keep the last answers
             }
-            return PushResult(
-                outcome: verdict.classification.outcome, reason: verdict.classification.reason, status: status,
-                latency: clock.now - start, apnsId: verdict.apnsId, invalidSince: verdict.invalidSince, attempts: attempt)
         }
+        return results.map { $0 ?? PushResult(outcome: .failed, reason: "no_result") }
+    }
+
+    /// What a transport makes of one delivery before anything is sent: a request, or a local
+    /// refusal (wrong content, a malformed token).
+    enum Prepared {
+        case send(HTTPRequest)
+        case refuse(PushResult)
+    }
+
+    /// Prepares every delivery, sends the requests as one batch and returns one result per
+    /// delivery, in order.
+    func perform(
+        _ deliveries: [PushDelivery], prepare: (PushDelivery) -> Prepared, classify: @Sendable (HTTPResponse) -> Verdict
+    ) async -> [PushResult] {
+        var results = [PushResult?](repeating: nil, count: deliveries.count)
+        var requests: [HTTPRequest] = []
+        var positions: [Int] = []
+        requests.reserveCapacity(deliveries.count)
+        positions.reserveCapacity(deliveries.count)
+        for (index, delivery) in deliveries.enumerated() {
+            switch prepare(delivery) {
+            case .send(let request):
+                requests.append(request)
+                positions.append(index)
+            case .refuse(let result):
+                results[index] = result
+            }
+        }
+        for (position, result) in zip(positions, await perform(requests, classify: classify)) { results[position] = result }
+        return results.map { $0 ?? PushResult(outcome: .failed, reason: "no_result") }
     }
 
     /// A network failure is never a verdict on the token: always `failed`. Only failures that

@@ -3,6 +3,13 @@
 /// never the token, envelope, key, JWT or access token.
 public protocol PushLogger: Sendable {
     func log(_ record: PushLogRecord)
+    /// False for a logger that drops everything, so no record (and no token fingerprint,
+    /// a SHA-256 per device) is built for it. True unless a logger says otherwise.
+    var isEnabled: Bool { get }
+}
+
+extension PushLogger {
+    public var isEnabled: Bool { true }
 }
 
 /// One line per push: platform, transport, token fingerprint, outcome, reason, milliseconds.
@@ -40,10 +47,12 @@ public struct PushLogRecord: Sendable, Equatable, CustomStringConvertible {
 public struct SilentPushLogger: PushLogger {
     public init() {}
     public func log(_ record: PushLogRecord) {}
+    public var isEnabled: Bool { false }
 }
 
 extension PushLogger {
     func log(_ delivery: PushDelivery, transport: String, _ result: PushResult) {
+        guard isEnabled else { return }
         let milliseconds = Int(result.latency.components.seconds * 1000 + result.latency.components.attoseconds / 1_000_000_000_000_000)
         log(
             PushLogRecord(

@@ -12,6 +12,18 @@ public protocol PushTransport: Sendable {
     func send(_ deliveries: [PushDelivery]) async -> [PushResult]
 }
 
+/// Splits a batch into chunks of at most `concurrency / 4` and sends up to four at once, so
+/// at most `concurrency` requests of one dispatch are in flight (each with its own timeout,
+/// counted from its own chunk's submission) while the wire never idles between chunks.
+func inChunks<Result: Sendable>(
+    _ deliveries: [PushDelivery], concurrency: Int, _ operation: @escaping @Sendable ([PushDelivery]) async -> [Result]
+) async -> [Result] {
+    let size = max(1, concurrency / 4)
+    guard deliveries.count > size else { return await operation(deliveries) }
+    let chunks = stride(from: 0, to: deliveries.count, by: size).map { Array(deliveries[$0..<min($0 + size, deliveries.count)]) }
+    return await boundedConcurrentMap(chunks, limit: 4, operation).flatMap { $0 }
+}
+
 /// Runs `operation` for every element with at most `limit` in flight, returning results in
 /// input order. One slow element delays only itself.
 func boundedConcurrentMap<Element: Sendable, Result: Sendable>(

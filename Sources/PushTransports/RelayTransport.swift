@@ -28,55 +28,52 @@ public struct RelayTransport: PushTransport {
     }
 
     public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
-        await boundedConcurrentMap(deliveries, limit: concurrency) { delivery in
-            let result = await send(delivery)
-            logger.log(delivery, transport: name, result)
-            return result
+        let url = baseURL + "/v1/push"
+        let headers: HTTPHeaders = ["content-type": "application/json"]
+        return await inChunks(deliveries, concurrency: concurrency) { [call, logger, name] chunk in
+            let results = await call.perform(chunk, prepare: { Self.prepare($0, url: url, headers: headers) }) { response in
+                ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
+            }
+            for (delivery, result) in zip(chunk, results) { logger.log(delivery, transport: name, result) }
+            return results
         }
     }
 
     func send(_ delivery: PushDelivery) async -> PushResult {
+        await send([delivery]).first ?? .refused("no_result")
+    }
+
+    static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
         guard case .envelope(let envelope) = delivery.content else {
-            return .refused("relay_requires_envelope")
+            return .refuse(.refused("relay_requires_envelope"))
         }
         // The relay refuses larger envelopes with 413; refusing here saves the round trip.
-        guard envelope.utf8.count <= PushEnvelope.maximumEnvelopeLength else { return .refused("too_large") }
-        guard let body = Self.body(for: delivery, envelope: envelope) else { return .refused("wear_relay_unsupported") }
-        let request = HTTPRequest(
-            method: .post, url: baseURL + "/v1/push", headers: ["content-type": "application/json"], body: body)
-        return await call.perform(request) { response in
-            ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
-        }
+        guard envelope.utf8.count <= PushEnvelope.maximumEnvelopeLength else { return .refuse(.refused("too_large")) }
+        guard let body = body(for: delivery, envelope: envelope) else { return .refuse(.refused("wear_relay_unsupported")) }
+        return .send(HTTPRequest(method: .post, url: url, headers: headers, body: body))
     }
 
-    /// The exact request body. iOS carries the collapse id; Android does not.
+    /// The exact request body, members in the contract's documented order (readable captures;
+    /// JSON itself does not care), written as bytes. iOS carries the collapse id; Android does not.
     static func body(for delivery: PushDelivery, envelope: String) -> [UInt8]? {
-        var object: [String: JSONValue] = [
-            "token": .string(delivery.token), "envelope": .string(envelope), "priority": .integer(Int64(delivery.priority.rawValue)),
-        ]
+        let platform: StaticString
         switch delivery.target {
-        case .ios:
-            object["platform"] = "ios"
-            object["collapseId"] = .string(APNsTransport.collapseId(delivery.collapseId))
-        case .androidPhone:
-            object["platform"] = "android"
-        case .wear:
-            return nil
+        case .ios: platform = #"{"platform":"ios","token":"#
+        case .androidPhone: platform = #"{"platform":"android","token":"#
+        case .wear: return nil
         }
-        return RelayTransport.orderedJSON(object, order: ["platform", "token", "envelope", "collapseId", "priority"])
-    }
-
-    /// Writes the members in the contract's documented order (readable captures; JSON itself
-    /// does not care).
-    static func orderedJSON(_ object: [String: JSONValue], order: [String]) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        var first = true
-        for key in order {
-            guard let value = object[key] else { continue }
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            out += JSONValue.string(key).canonicalBytes + [UInt8(ascii: ":")] + value.canonicalBytes
+        var out: [UInt8] = []
+        out.reserveCapacity(envelope.utf8.count + delivery.token.utf8.count + delivery.collapseId.utf8.count + 96)
+        out.append(contentsOf: UnsafeBufferPointer(start: platform.utf8Start, count: platform.utf8CodeUnitCount))
+        CanonicalJSON.writeString(delivery.token, into: &out)
+        out.append(contentsOf: #","envelope":"#.utf8)
+        CanonicalJSON.writeString(envelope, into: &out)
+        if delivery.target == .ios {
+            out.append(contentsOf: #","collapseId":"#.utf8)
+            CanonicalJSON.writeString(APNsTransport.collapseId(delivery.collapseId), into: &out)
         }
+        out.append(contentsOf: #","priority":"#.utf8)
+        out.append(contentsOf: String(delivery.priority.rawValue).utf8)
         out.append(UInt8(ascii: "}"))
         return out
     }

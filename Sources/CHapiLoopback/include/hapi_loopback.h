@@ -27,6 +27,8 @@ typedef struct {
     hapi_lb_transport transport;
     uint32_t max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS; 0 = 1000 */
     int silent;                      /* accept TCP connections but never read or write */
+    uint32_t initial_window_size;    /* SETTINGS_INITIAL_WINDOW_SIZE and connection window; 0 = 1 MiB */
+    int http1_only;                  /* TLS: ALPN offers only http/1.1 (a server without HTTP/2) */
 } hapi_lb_config;
 
 typedef struct {
@@ -56,6 +58,7 @@ typedef enum {
     HAPI_LB_NEVER_RESPOND = 4,     /* keep the stream open forever */
     HAPI_LB_PARTIAL_THEN_DROP = 5, /* status, headers, first partial_bytes of the body, then close */
     HAPI_LB_ENDLESS_BODY = 6,      /* status, headers, then the body (or 'x') repeated forever */
+    HAPI_LB_RESPOND_THEN_SILENT = 7, /* respond, then never read or write the connection again */
 } hapi_lb_action;
 
 /* Opaque and server-owned; valid only during the handler call. Defaults: RESPOND, 200, no body. */
