@@ -275,10 +275,11 @@ func benchRelay() async throws {
     let envelope = String(repeating: "A", count: 1400)
     let push = Array(#"{"platform":"ios","token":"\#(token)","envelope":"\#(envelope)","collapseId":"ready-s1","priority":10}"#.utf8)
     let apnsBody = Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"\#(envelope)"}}"#.utf8)
-    let requests = 20_000
+    // Runs of a couple of seconds each, so the ratio is not at the mercy of one scheduling hiccup.
+    let requests = 40_000
     _ = h2load(["--h1", "-n", "200", "-c", "10", server.url + "/v1/push"], body: push)  // warm: APNs connection and token
     let relay = h2load(["--h1", "-n", "\(requests)", "-c", "50", "-m", "1", server.url + "/v1/push"], body: push)
-    let ceiling = h2load(["-n", "\(requests)", "-c", "1", "-m", "100", providers.apns.baseURL + "/3/device/" + token], body: apnsBody)
+    let ceiling = h2load(["-n", "100000", "-c", "1", "-m", "100", providers.apns.baseURL + "/3/device/" + token], body: apnsBody)
     await server.stop()
     guard let relay, let ceiling else {
         print("relay: h2load unavailable (install nghttp2-client)")
