@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
 STRICT := -Xswiftc -warnings-as-errors
-BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev pkg-config
+BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev libmicrohttpd-dev pkg-config
 # Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package) and Debian's
 # stock nghttpd (with openssl to make its certificate).
 TEST_PACKAGES := $(BUILD_PACKAGES) postgresql nghttp2-server openssl

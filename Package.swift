@@ -18,7 +18,9 @@ let package = Package(
         .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
         .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
+        .library(name: "PushRelay", targets: ["PushRelay"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
+        .executable(name: "hapi-push-relay", targets: ["hapi-push-relay"]),
     ],
     targets: [
         // C libraries, each behind a prefixed system-library module.
@@ -39,6 +41,9 @@ let package = Package(
         .systemLibrary(
             name: "CHapiPostgres", path: "Sources/CHapiPostgres", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CHapiMicrohttpd", path: "Sources/CHapiMicrohttpd", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", swiftSettings: strictSettings),
@@ -74,6 +79,11 @@ let package = Package(
         .target(
             name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "DeviceRegistryPostgres", "PushHTTP", "PushTransports"],
             swiftSettings: strictSettings),
+        // The push relay service (beside PushNative, never depending on it) and its executable.
+        .target(
+            name: "PushRelay", dependencies: ["PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd"],
+            swiftSettings: strictSettings),
+        .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay"], swiftSettings: strictSettings),
         .executableTarget(
             name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport"],
             swiftSettings: strictSettings),
@@ -81,7 +91,7 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushHTTP", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
+            dependencies: ["PushNative", "PushHTTP", "PushRelay", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
@@ -112,6 +122,13 @@ let package = Package(
         .testTarget(
             name: "PushNativeTests",
             dependencies: ["PushNative", "PushHTTP", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "PushRelayTests",
+            dependencies: [
+                "PushRelay", "hapi-push-relay", "PushNative", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushTestSupport",
+                "PushLoopbackServer",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],

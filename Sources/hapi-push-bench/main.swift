@@ -5,6 +5,7 @@ import Foundation
 import PushLoopbackServer
 import PushHTTP
 import PushNative
+import PushRelay
 import PushTestSupport
 
 /// `make bench`: every figure is printed next to a reference measured in the same run, as a
@@ -416,7 +417,71 @@ func benchSendMemory() async throws {
     print("hapi-push send, 10,000 devices         \(megabytes(send))   (+\(megabytes(send - floor)) over the floor; exit \(status), \(delivered) pushes received, \(String(format: "%.1f", elapsed)) s)")
 }
 
-/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send]`: all sections by default.
+
+/// Runs h2load with `arguments` (the body from a temporary file) and returns its requests per
+/// second and how many requests were answered 2xx.
+func h2load(_ arguments: [String], body: [UInt8]) -> (rate: Double, ok: Int)? {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-bench-body-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: file) }
+    guard (try? Data(body).write(to: file)) != nil else { return nil }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+    process.arguments = ["-d", file.path, "-H", "content-type: application/json"] + arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let lines = output.split(separator: "\n")
+    // "finished in 1.23s, 8123.45 req/s, ..." and "status codes: 20000 2xx, 0 3xx, 0 4xx, 0 5xx"
+    guard let finished = lines.first(where: { $0.hasPrefix("finished in") }),
+        let rateField = finished.split(separator: ",").dropFirst().first,
+        let rate = Double(rateField.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+    else { return nil }
+    let codes = lines.first { $0.hasPrefix("status codes:") }
+    let ok = codes.flatMap { Int($0.dropFirst("status codes:".count).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
+    return (rate, ok)
+}
+
+/// Pushes per second through the relay (HTTP/1.1 in: h2load --h1, 50 connections; HTTP/2 out
+/// to the loopback APNs stand-in over TLS), next to h2load POSTing the relay's APNs request
+/// straight at the same stand-in (one TLS connection, 100 streams): the ceiling.
+func benchRelay() async throws {
+    let providers = try LoopbackProviders()
+    defer { providers.stop() }
+    print("\n== Relay (hapi-push-relay: HTTP/1.1 in, 50 connections; HTTP/2 to the loopback APNs stand-in) ==")
+    let configuration = try PushRelayConfiguration(environment: [
+        "RELAY_HOST": "127.0.0.1", "RELAY_PORT": "0", "RELAY_CA_FILE": providers.caBundlePath,
+        "RELAY_APNS_KEY_P8_PATH": providers.apnsKeyPath, "RELAY_APNS_KEY_ID": "DEMO123456", "RELAY_APNS_TEAM_ID": "TEAM123456",
+        "RELAY_APNS_BUNDLE_ID": "run.hapi.app", "RELAY_APNS_ENDPOINT": providers.apns.baseURL,
+    ])
+    // One client and one token send everything: the limits are raised so every push is forwarded
+    // (the limiter itself still runs on each one). Log lines are built, then discarded.
+    let unlimited = PushRelayRateLimit(burst: 1 << 30, perMinute: 1 << 30)
+    let server = try PushRelayServer(
+        configuration: configuration, rateLimiter: InMemoryPushRelayRateLimiter(clientLimit: unlimited, deviceLimit: unlimited), log: { _ in })
+    let token = String(repeating: "a", count: 64)
+    let envelope = String(repeating: "A", count: 1400)
+    let push = Array(#"{"platform":"ios","token":"\#(token)","envelope":"\#(envelope)","collapseId":"ready-s1","priority":10}"#.utf8)
+    let apnsBody = Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"\#(envelope)"}}"#.utf8)
+    // Runs of a couple of seconds each, so the ratio is not at the mercy of one scheduling hiccup.
+    let requests = 40_000
+    _ = h2load(["--h1", "-n", "200", "-c", "10", server.url + "/v1/push"], body: push)  // warm: APNs connection and token
+    let relay = h2load(["--h1", "-n", "\(requests)", "-c", "50", "-m", "1", server.url + "/v1/push"], body: push)
+    let ceiling = h2load(["-n", "100000", "-c", "1", "-m", "100", providers.apns.baseURL + "/3/device/" + token], body: apnsBody)
+    await server.stop()
+    guard let relay, let ceiling else {
+        print("relay: h2load unavailable (install nghttp2-client)")
+        return
+    }
+    print("h2load straight to the APNs stand-in (reference) \(format(ceiling.rate))")
+    print("through hapi-push-relay                          \(format(relay.rate))   ratio \(String(format: "%.2f", relay.rate / ceiling.rate))")
+    print("answered 200: \(relay.ok) of \(requests); APNs requests seen: \(providers.apns.requests.count)")
+}
+
+
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -427,6 +492,7 @@ do {
     if wanted("http") { try await benchHTTPClient() }
     if wanted("dispatch") { try await benchDispatch() }
     if wanted("send") { try await benchSendMemory() }
+    if wanted("relay") { try await benchRelay() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)

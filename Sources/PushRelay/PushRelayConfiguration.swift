@@ -1,0 +1,119 @@
+public import PushTransports
+
+/// Everything `hapi-push-relay` runs with. `init(environment:)` reads the official relay's
+/// variables (docs/relay.md); tests and embedders may also build one directly.
+public struct PushRelayConfiguration: Sendable {
+    /// The iOS side: the `.p8` key and where to send.
+    public struct APNs: Sendable {
+        public enum Environment: String, Sendable {
+            case production
+            case sandbox
+
+            public var endpoint: String {
+                switch self {
+                case .production: "https://api.push.apple.com"
+                case .sandbox: "https://api.sandbox.push.apple.com"
+                }
+            }
+        }
+
+        public var credentials: APNsCredentials
+        public var environment: Environment
+        /// Base URL without a trailing slash (`RELAY_APNS_ENDPOINT`, else the environment's).
+        public var endpoint: String
+
+        public init(credentials: APNsCredentials, environment: Environment = .production, endpoint: String? = nil) {
+            self.credentials = credentials
+            self.environment = environment
+            self.endpoint = Self.trimmingSlashes(endpoint ?? environment.endpoint)
+        }
+
+        static func trimmingSlashes(_ text: String) -> String {
+            var text = text
+            while text.hasSuffix("/") { text.removeLast() }
+            return text
+        }
+    }
+
+    /// The Android side: the service account of the official app's Firebase project.
+    public struct FCM: Sendable {
+        public static let defaultPackageName = "run.hapi.companion"
+        public static let defaultEndpoint = "https://fcm.googleapis.com"
+
+        public var account: FCMServiceAccount
+        /// `restricted_package_name` of every message.
+        public var packageName: String
+        public var endpoint: String
+
+        public init(account: FCMServiceAccount, packageName: String = FCM.defaultPackageName, endpoint: String? = nil) {
+            self.account = account
+            self.packageName = packageName
+            self.endpoint = APNs.trimmingSlashes(endpoint ?? Self.defaultEndpoint)
+        }
+    }
+
+    /// How the HTTP server treats clients. The defaults suit one relay for many hubs.
+    public struct Server: Sendable {
+        /// libmicrohttpd polling threads (each with its own epoll set). They only parse and
+        /// route: provider calls never run on them.
+        public var threads: Int
+        /// Connections open at once; more are refused at accept.
+        public var connectionLimit: Int
+        /// Seconds a connection may stay idle (or send nothing) before it is closed: a slow or
+        /// silent client cannot hold a connection for long. Not applied while a push is answered.
+        public var connectionTimeoutSeconds: Int
+        /// Memory per connection for the request line, headers and buffers.
+        public var connectionMemoryLimitBytes: Int
+
+        public init(threads: Int = 2, connectionLimit: Int = 1024, connectionTimeoutSeconds: Int = 30, connectionMemoryLimitBytes: Int = 32 * 1024) {
+            self.threads = max(1, threads)
+            self.connectionLimit = max(1, connectionLimit)
+            self.connectionTimeoutSeconds = max(1, connectionTimeoutSeconds)
+            self.connectionMemoryLimitBytes = max(8 * 1024, connectionMemoryLimitBytes)
+        }
+    }
+
+    public static let defaultPort = 8790
+    /// The whole request body: more is refused with 413 before it is read.
+    public static let maximumBodyBytes = 65_536
+
+    /// Bind address (`RELAY_HOST`): an IPv4 or IPv6 literal, or `localhost`.
+    public var host: String
+    /// `RELAY_PORT`; 0 picks a free port (see `PushRelayServer.port`).
+    public var port: Int
+    public var apns: APNs?
+    public var fcm: FCM?
+    /// `RELAY_TRUST_PROXY`: rate-limit by the first `X-Forwarded-For` hop. Only behind a proxy
+    /// that overwrites the header; otherwise a client could pick its own IP.
+    public var trustProxy: Bool
+    /// `RELAY_CA_FILE`: a PEM bundle trusted for outbound TLS in addition to the system store.
+    public var caFile: String?
+    /// `RELAY_METRICS_PORT`: Prometheus text on `http://127.0.0.1:PORT/metrics`; nil for none.
+    public var metricsPort: Int?
+    /// How long one push may take from validation to answer; a provider that never answers
+    /// gets a 502 after this.
+    public var providerTimeout: Duration
+    public var server: Server
+
+    public init(
+        host: String = "0.0.0.0", port: Int = PushRelayConfiguration.defaultPort, apns: APNs? = nil, fcm: FCM? = nil, trustProxy: Bool = false,
+        caFile: String? = nil, metricsPort: Int? = nil, providerTimeout: Duration = .seconds(10), server: Server = Server()
+    ) {
+        self.host = host
+        self.port = port
+        self.apns = apns
+        self.fcm = fcm
+        self.trustProxy = trustProxy
+        self.caFile = caFile
+        self.metricsPort = metricsPort
+        self.providerTimeout = providerTimeout
+        self.server = server
+    }
+
+    /// One line for the start-up message: which platforms are served, and how.
+    public var summary: String {
+        let ios = apns.map { "APNs \($0.environment.rawValue), topic \($0.credentials.bundleId)" } ?? "off"
+        let android = fcm.map { "FCM project \($0.account.projectId), package \($0.packageName)" } ?? "off"
+        return "ios: \(ios); android: \(android)"
+    }
+}

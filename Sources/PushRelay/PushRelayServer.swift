@@ -1,0 +1,173 @@
+import PushHTTP
+import PushTransports
+import PushSync
+
+/// `hapi-push-relay` as a library: the official push relay's HTTP API (`POST /v1/push`,
+/// `GET /health`) on libmicrohttpd, forwarding sealed envelopes to APNs and FCM over one
+/// shared multiplexed HTTP/2 client, with the spec's abuse limits, one log line per push and
+/// optional Prometheus metrics on loopback.
+///
+/// Start it with `init`, which is listening when it returns; end it with `stop(grace:)`.
+public final class PushRelayServer: Sendable {
+    public static let serviceName = "hapi-push-relay"
+    /// What `GET /health` reports.
+    public static let version = "0.1.0"
+
+    public let configuration: PushRelayConfiguration
+    /// The port actually bound (the configured one, or the one picked for port 0).
+    public let port: Int
+    /// `http://HOST:PORT` of the API.
+    public let url: String
+    /// The port of the metrics listener on 127.0.0.1, when there is one.
+    public let metricsPort: Int?
+
+    private let service: RelayService
+    private let api: MicroHTTPDaemon
+    private let metricsListener: MicroHTTPDaemon?
+    private let client: HTTPClient
+    private let ownLog: RelayLogWriter?
+    private let stopped = Locked(false)
+
+    /// Starts listening (and the metrics listener, when configured) and logs the
+    /// `… listening on http://HOST:PORT …` line.
+    ///
+    /// - Parameters:
+    ///   - rateLimiter: the abuse limit; the spec's in-memory one by default.
+    ///   - log: where lines go (one per push, plus start and stop); stdout, from a thread of
+    ///     its own, by default.
+    /// - Throws: `PushRelayStartupError` naming what to fix (a variable, or the address that
+    ///   cannot be bound).
+    public init(
+        configuration: PushRelayConfiguration, rateLimiter: (any PushRelayRateLimiter)? = nil, log: (@Sendable (String) -> Void)? = nil
+    ) throws(PushRelayStartupError) {
+        guard configuration.apns != nil || configuration.fcm != nil else {
+            throw PushRelayStartupError("no provider configured: the relay needs APNs, FCM or both")
+        }
+        guard let address = RelayBindAddress(host: configuration.host, port: configuration.port) else {
+            throw PushRelayStartupError("RELAY_HOST/RELAY_PORT: cannot bind \(configuration.host):\(configuration.port)")
+        }
+        let client: HTTPClient
+        do {
+            client = try HTTPClient(
+                configuration: .init(requestTimeout: configuration.providerTimeout, additionalTrustedCAFile: configuration.caFile))
+        } catch {
+            throw PushRelayStartupError(configuration.caFile != nil ? "RELAY_CA_FILE: \(error)" : "cannot start the HTTP client: \(error)")
+        }
+        let ownLog = log == nil ? RelayLogWriter() : nil
+        let sink: @Sendable (String) -> Void = log ?? { line in ownLog?.write(line) }
+        let metrics = RelayMetrics()
+        let service = RelayService(
+            apns: configuration.apns.map { apns in
+                RelayAPNsForwarder(
+                    endpoint: apns.endpoint, topic: apns.credentials.bundleId, providerToken: APNsProviderToken(credentials: apns.credentials),
+                    client: client)
+            },
+            fcm: configuration.fcm.map { fcm in
+                RelayFCMForwarder(
+                    endpoint: fcm.endpoint, projectId: fcm.account.projectId, packageName: fcm.packageName,
+                    accessTokens: FCMAccessTokenProvider(account: fcm.account, client: client), client: client)
+            },
+            limiter: rateLimiter ?? InMemoryPushRelayRateLimiter(), trustProxy: configuration.trustProxy,
+            providerTimeout: configuration.providerTimeout, version: Self.version, metrics: metrics, log: sink)
+
+        let server = configuration.server
+        let api: MicroHTTPDaemon
+        do {
+            api = try MicroHTTPDaemon(
+                settings: .init(
+                    address: address, threads: server.threads, connectionLimit: server.connectionLimit,
+                    connectionTimeoutSeconds: server.connectionTimeoutSeconds, memoryLimitBytes: server.connectionMemoryLimitBytes,
+                    maximumBodyBytes: PushRelayConfiguration.maximumBodyBytes, allowsLaterAnswers: true),
+                onHead: { service.head($0) }, onRequest: { service.request($0) })
+        } catch {
+            Self.abandon(client: client, log: ownLog)
+            throw PushRelayStartupError("RELAY_PORT: \(error.message)")
+        }
+        var metricsListener: MicroHTTPDaemon?
+        if let metricsPort = configuration.metricsPort {
+            do {
+                metricsListener = try Self.startMetrics(port: metricsPort, metrics: metrics)
+            } catch {
+                Self.abandon(client: client, log: ownLog)
+                throw PushRelayStartupError("RELAY_METRICS_PORT: \(error.message)")
+            }
+        }
+        self.configuration = configuration
+        self.client = client
+        self.ownLog = ownLog
+        self.service = service
+        self.api = api
+        self.metricsListener = metricsListener
+        self.port = api.address.port
+        self.url = api.address.url
+        self.metricsPort = metricsListener?.address.port
+        sink("\(Self.serviceName) \(Self.version) listening on \(url) (\(configuration.summary))")
+        if let metricsListener { sink("metrics on \(metricsListener.address.url)/metrics") }
+    }
+
+    deinit {
+        // Released without stop(): the listeners and the client stop on their own; let the
+        // log writer's thread finish too (without waiting for it).
+        if let ownLog { RelayThread.start { ownLog.close() } }
+    }
+
+    /// Stops accepting connections at once, lets pushes in flight finish (at most `grace`;
+    /// whatever is still waiting then is answered 502 `upstream`), then closes every
+    /// connection, the provider connections and the log. Idempotent.
+    ///
+    /// - Parameter reason: said in the log (`SIGTERM`).
+    public func stop(grace: Duration = .seconds(10), reason: String? = nil) async {
+        let first = stopped.withLock { stopped -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        service.log("\(Self.serviceName) stopping" + (reason.map { " (\($0))" } ?? "") + ": no new connections, \(api.openRequests) requests in flight")
+        api.quiesce()
+        metricsListener?.quiesce()
+        let clock = ContinuousClock()
+        // Keep a little of the grace for flushing what is answered when it runs out.
+        let drainUntil = clock.now + grace * 0.9
+        while api.openRequests > 0, clock.now < drainUntil {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        api.answerSuspended(with: .upstream)
+        let flushUntil = clock.now + grace * 0.1
+        while api.openRequests > 0, clock.now < flushUntil {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        await api.stop()
+        await metricsListener?.stop()
+        await client.shutdown()
+        service.log("\(Self.serviceName) stopped")
+        if let ownLog { await RelayThread.run { ownLog.close() } }
+    }
+
+    /// The Prometheus text of the counters right now (what `/metrics` serves).
+    public var metricsText: String { service.metrics.render() }
+
+    private static func startMetrics(port: Int, metrics: RelayMetrics) throws(RelayListenError) -> MicroHTTPDaemon {
+        guard let address = RelayBindAddress(host: "127.0.0.1", port: port) else {
+            throw RelayListenError(message: "not a port: \(port)")
+        }
+        let text = "text/plain; version=0.0.4; charset=utf-8"
+        return try MicroHTTPDaemon(
+            settings: .init(
+                address: address, threads: 1, connectionLimit: 16, connectionTimeoutSeconds: 10, memoryLimitBytes: 16 * 1024,
+                maximumBodyBytes: 0, allowsLaterAnswers: false),
+            onHead: { head in
+                guard head.path == "/metrics" else { return .answer(.notFound) }
+                guard head.method == "GET" else { return .answer(.methodNotAllowed) }
+                return .answer(RelayHTTPAnswer(status: 200, contentType: text, body: Array(metrics.render().utf8), outcome: "ok"))
+            },
+            onRequest: { _ in .answer(.notFound) })
+    }
+
+    /// Releases what a failed start had already set up (without waiting for it).
+    private static func abandon(client: HTTPClient, log: RelayLogWriter?) {
+        Task {
+            await client.shutdown()
+            if let log { await RelayThread.run { log.close() } }
+        }
+    }
+}

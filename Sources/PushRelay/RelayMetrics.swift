@@ -1,0 +1,75 @@
+import PushSync
+
+/// Every counter the relay keeps, in one place (so a shared metrics sink can later read them
+/// from here), and their Prometheus text rendering for the loopback metrics listener.
+final class RelayMetrics: Sendable {
+    /// Upper bounds of the push duration histogram, in seconds.
+    static let durationBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    struct Snapshot: Sendable, Equatable {
+        /// HTTP answers by status.
+        var answers: [Int: Int] = [:]
+        /// Valid pushes by "platform outcome".
+        var pushes: [PushKey: Int] = [:]
+        /// Pushes refused by the rate limiter, by scope (`client`, `device`).
+        var rateLimited: [String: Int] = [:]
+        /// Cumulative histogram counts of push durations (same order as `durationBuckets`).
+        var durationCounts = [Int](repeating: 0, count: RelayMetrics.durationBuckets.count)
+        var durationSum: Double = 0
+        var durationCount = 0
+        /// Pushes being answered right now.
+        var inFlight = 0
+    }
+
+    struct PushKey: Sendable, Hashable, Comparable {
+        var platform: String
+        var outcome: String
+        static func < (a: PushKey, b: PushKey) -> Bool { (a.platform, a.outcome) < (b.platform, b.outcome) }
+    }
+
+    private let state = Locked(Snapshot())
+
+    var snapshot: Snapshot { state.withLock { $0 } }
+
+    func recordAnswer(status: Int) {
+        state.withLock { $0.answers[status, default: 0] += 1 }
+    }
+
+    func pushStarted() { state.withLock { $0.inFlight += 1 } }
+
+    func pushFinished(platform: String, outcome: String, seconds: Double, limitedBy scope: String?) {
+        state.withLock { state in
+            state.inFlight -= 1
+            state.pushes[PushKey(platform: platform, outcome: outcome), default: 0] += 1
+            if let scope { state.rateLimited[scope, default: 0] += 1 }
+            state.durationSum += seconds
+            state.durationCount += 1
+            for (index, bound) in Self.durationBuckets.enumerated() where seconds <= bound { state.durationCounts[index] += 1 }
+        }
+    }
+
+    /// Prometheus text exposition format 0.0.4.
+    func render() -> String {
+        let s = snapshot
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String) { out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n" }
+        family("hapi_push_relay_http_responses_total", "counter", "HTTP answers by status code.")
+        for status in s.answers.keys.sorted() { out += "hapi_push_relay_http_responses_total{status=\"\(status)\"} \(s.answers[status] ?? 0)\n" }
+        family("hapi_push_relay_pushes_total", "counter", "Valid pushes by platform and outcome (ok or the answer's code).")
+        for key in s.pushes.keys.sorted() {
+            out += "hapi_push_relay_pushes_total{platform=\"\(key.platform)\",outcome=\"\(key.outcome)\"} \(s.pushes[key] ?? 0)\n"
+        }
+        family("hapi_push_relay_rate_limited_total", "counter", "Pushes refused by the relay's own limit, by scope.")
+        for scope in ["client", "device"] { out += "hapi_push_relay_rate_limited_total{scope=\"\(scope)\"} \(s.rateLimited[scope] ?? 0)\n" }
+        family("hapi_push_relay_push_duration_seconds", "histogram", "Time from a valid push to its answer.")
+        for (index, bound) in Self.durationBuckets.enumerated() {
+            out += "hapi_push_relay_push_duration_seconds_bucket{le=\"\(bound)\"} \(s.durationCounts[index])\n"
+        }
+        out += "hapi_push_relay_push_duration_seconds_bucket{le=\"+Inf\"} \(s.durationCount)\n"
+        out += "hapi_push_relay_push_duration_seconds_sum \(s.durationSum)\n"
+        out += "hapi_push_relay_push_duration_seconds_count \(s.durationCount)\n"
+        family("hapi_push_relay_pushes_in_flight", "gauge", "Pushes waiting for their answer.")
+        out += "hapi_push_relay_pushes_in_flight \(s.inFlight)\n"
+        return out
+    }
+}

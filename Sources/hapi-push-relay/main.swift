@@ -1,0 +1,73 @@
+import Glibc
+import PushRelay
+
+// hapi-push-relay: the push relay service. Configuration comes from RELAY_* variables
+// (docs/relay.md). Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when it cannot start,
+// 2 for a bad argument.
+//
+// The main thread only starts the server and then waits for a signal: SIGTERM and SIGINT are
+// blocked in every thread (the mask is set before any thread exists, so all inherit it) and
+// taken by `sigwait` here. Everything asynchronous runs on the concurrency pool.
+
+func fail(_ message: String, status: Int32) -> Never {
+    let bytes = Array("hapi-push-relay: \(message)\n".utf8)
+    _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(status)
+}
+
+/// A one-shot signal from a task to the waiting main thread.
+final class Completion: @unchecked Sendable {
+    // @unchecked: a POSIX semaphore is safe to post and wait from any thread.
+    private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+    init() { sem_init(semaphore, 0, 0) }
+    func signal() { sem_post(semaphore) }
+    func wait() { while sem_wait(semaphore) != 0 && errno == EINTR {} }
+}
+
+func run() -> Never {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
+    signal(SIGPIPE, SIG_IGN)
+
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments == ["--version"] {
+        print("\(PushRelayServer.serviceName) \(PushRelayServer.version)")
+        exit(0)
+    }
+    if arguments == ["--help"] || arguments == ["-h"] {
+        print(
+            """
+            usage: hapi-push-relay [--version | --help]
+
+            The HAPI push relay: POST /v1/push and GET /health, forwarding to APNs and FCM.
+            Configured by environment (see docs/relay.md):
+              \(PushRelayConfiguration.environmentVariables.joined(separator: "\n  "))
+            """)
+        exit(0)
+    }
+    if !arguments.isEmpty { fail("unexpected argument \(arguments[0]) (try --help)", status: 2) }
+
+    let server: PushRelayServer
+    do {
+        let configuration = try PushRelayConfiguration(environment: PushRelayConfiguration.processEnvironment)
+        server = try PushRelayServer(configuration: configuration)
+    } catch {
+        fail(error.message, status: 1)
+    }
+
+    var number: Int32 = 0
+    while sigwait(&signals, &number) != 0 {}
+    let reason = number == SIGINT ? "SIGINT" : "SIGTERM"
+    let stopped = Completion()
+    Task.detached {
+        await server.stop(grace: .seconds(10), reason: reason)
+        stopped.signal()
+    }
+    stopped.wait()
+    exit(0)
+}
+
+run()
