@@ -66,12 +66,12 @@ public enum TokenFingerprint {
 /// Cryptographically secure random bytes.
 public enum SecureRandom {
     /// `count` bytes from OpenSSL's CSPRNG.
-    public static func bytes(_ count: Int) throws(EnvelopeError) -> [UInt8] {
+    public static func bytes(_ count: Int) throws(PushEnvelopeError) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         let rc = out.withUnsafeMutableBufferPointer { buffer in
             RAND_bytes(buffer.baseAddress, Int32(count))
         }
-        guard rc == 1 else { throw EnvelopeError.randomUnavailable }
+        guard rc == 1 else { throw PushEnvelopeError.randomUnavailable }
         return out
     }
 }

@@ -55,7 +55,7 @@ public struct PushKey: Sendable, Equatable, CustomStringConvertible, CustomDebug
     }
 
     /// A fresh random key, as a device would generate it (and as tests and the demo need).
-    public static func generate() throws(EnvelopeError) -> PushKey {
+    public static func generate() throws(PushEnvelopeError) -> PushKey {
         PushKey(unchecked: try SecureRandom.bytes(byteCount))
     }
 

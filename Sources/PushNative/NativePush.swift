@@ -15,7 +15,7 @@ import Foundation
 /// every dispatch until `shutdown()`.
 public final class NativePush: Sendable {
     public let configuration: PushConfiguration
-    public let registry: DeviceRegistry
+    public let registry: PushDeviceRegistry
     public let dispatcher: PushDispatcher
     private let client: HTTPClient
 
@@ -46,8 +46,8 @@ public final class NativePush: Sendable {
 
     /// Builds from a configuration and any store (a hub with its own database passes its own).
     public init(
-        configuration: PushConfiguration, store: any DeviceStore, logger: any PushLogger = SilentPushLogger(),
-        retryPolicy: RetryPolicy = .none, requestTimeout: Duration = .seconds(10)
+        configuration: PushConfiguration, store: any PushDeviceStore, logger: any PushLogger = SilentPushLogger(),
+        retryPolicy: PushRetryPolicy = .none, requestTimeout: Duration = .seconds(10)
     ) throws {
         let client = try HTTPClient(
             configuration: .init(
@@ -55,7 +55,7 @@ public final class NativePush: Sendable {
                 maximumConcurrentStreamsPerConnection: 1000))
         self.client = client
         self.configuration = configuration
-        self.registry = DeviceRegistry(store: store)
+        self.registry = PushDeviceRegistry(store: store)
         let relay = RelayTransport(baseURL: configuration.relayURL, client: client, retryPolicy: retryPolicy, logger: logger)
         let ios: PushDispatcher.IOSChannel
         switch configuration.ios.transport {
@@ -77,18 +77,18 @@ public final class NativePush: Sendable {
     }
 
     /// `POST /api/devices/register`: the answer to send back.
-    public func register(namespace: String, body: [UInt8]) async -> DeviceRegistry.Answer {
+    public func register(namespace: String, body: [UInt8]) async -> PushDeviceRegistry.Answer {
         await registry.handleRegister(namespace: namespace, body: body)
     }
 
     /// `DELETE /api/devices/register`: the answer to send back.
-    public func unregister(namespace: String, body: [UInt8]) async -> DeviceRegistry.Answer {
+    public func unregister(namespace: String, body: [UInt8]) async -> PushDeviceRegistry.Answer {
         await registry.handleUnregister(namespace: namespace, body: body)
     }
 
     /// Sends `payload` to every native device of `namespace`. Suppress Web Push for this event
     /// when `report.suppressWebPush` is true.
-    public func dispatch(_ payload: NotificationPayload, namespace: String) async throws -> DispatchReport {
+    public func dispatch(_ payload: PushNotificationPayload, namespace: String) async throws -> PushDispatchReport {
         try await dispatcher.dispatch(payload, namespace: namespace)
     }
 

@@ -20,11 +20,11 @@ public struct PushDispatcher: Sendable {
         case off(reason: String)
     }
 
-    public let store: any DeviceStore
+    public let store: any PushDeviceStore
     public let ios: IOSChannel
     public let android: AndroidChannel
 
-    public init(store: any DeviceStore, ios: IOSChannel, android: AndroidChannel) {
+    public init(store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel) {
         self.store = store
         self.ios = ios
         self.android = android
@@ -40,19 +40,19 @@ public struct PushDispatcher: Sendable {
 
     /// One device's planned send, or the reason it has none.
     private enum Plan {
-        case send(channel: Channel, transport: any PushTransport, delivery: PushDelivery, level: PayloadFitter.Level)
-        case done(outcome: DispatchReport.Delivery.Outcome, transport: String, reason: String)
+        case send(channel: Channel, transport: any PushTransport, delivery: PushDelivery, level: PushPayloadLevel)
+        case done(outcome: PushDispatchReport.Delivery.Outcome, transport: String, reason: String)
     }
 
     /// The payload fitted once per dispatch for each path: every device of a path gets the
     /// same plaintext (only the nonce and the key differ between envelopes).
     private struct Fitted {
         /// The sealed paths: the fitted payload's canonical JSON and its level.
-        let envelope: (plaintext: [UInt8], level: PayloadFitter.Level)?
+        let envelope: (plaintext: [UInt8], level: PushPayloadLevel)?
         /// Direct FCM: the fitted payload and its level.
-        let fcm: (payload: NotificationPayload, level: PayloadFitter.Level)?
+        let fcm: (payload: PushNotificationPayload, level: PushPayloadLevel)?
 
-        init(_ payload: NotificationPayload) {
+        init(_ payload: PushNotificationPayload) {
             envelope = PayloadFitter.fitEnvelope(payload).map { ($0.0.canonicalJSON, $0.1) }
             fcm = PayloadFitter.fitFCMData(payload)
         }
@@ -64,22 +64,22 @@ public struct PushDispatcher: Sendable {
     static let window = 2048
 
     /// Sends `payload` to every device of `namespace`.
-    public func dispatch(_ payload: NotificationPayload, namespace: String) async throws -> DispatchReport {
+    public func dispatch(_ payload: PushNotificationPayload, namespace: String) async throws -> PushDispatchReport {
         let devices = try await store.devices(namespace: namespace)
         let fitted = Fitted(payload)
         let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"
-        var reports: [DispatchReport.Delivery] = []
+        var reports: [PushDispatchReport.Delivery] = []
         reports.reserveCapacity(devices.count)
         for start in stride(from: 0, to: devices.count, by: Self.window) {
             let window = devices[start..<min(start + Self.window, devices.count)]
             reports += await dispatch(window, fitted: fitted, collapseId: collapseId, namespace: namespace)
         }
-        return DispatchReport(deliveries: reports)
+        return PushDispatchReport(deliveries: reports)
     }
 
     private func dispatch(
-        _ devices: ArraySlice<DeviceRegistration>, fitted: Fitted, collapseId: String, namespace: String
-    ) async -> [DispatchReport.Delivery] {
+        _ devices: ArraySlice<PushDeviceRegistration>, fitted: Fitted, collapseId: String, namespace: String
+    ) async -> [PushDispatchReport.Delivery] {
         let devices = Array(devices)
         let plans = devices.map { plan(for: $0, fitted: fitted, collapseId: collapseId) }
 
@@ -108,10 +108,10 @@ public struct PushDispatcher: Sendable {
             return byIndex
         }
 
-        var reports: [DispatchReport.Delivery] = []
+        var reports: [PushDispatchReport.Delivery] = []
         reports.reserveCapacity(devices.count)
         for (index, device) in devices.enumerated() {
-            var report = DispatchReport.Delivery(
+            var report = PushDispatchReport.Delivery(
                 platform: device.platform, deviceId: device.deviceId, tokenHash: device.tokenHash, transport: "none", outcome: .skipped,
                 reason: nil, status: nil, latencyMilliseconds: 0, pruned: false, payload: nil)
             switch plans[index] {
@@ -143,7 +143,7 @@ public struct PushDispatcher: Sendable {
         return reports
     }
 
-    private func plan(for device: DeviceRegistration, fitted: Fitted, collapseId: String) -> Plan {
+    private func plan(for device: PushDeviceRegistration, fitted: Fitted, collapseId: String) -> Plan {
         switch device.platform {
         case .ios:
             switch ios {
@@ -174,7 +174,7 @@ public struct PushDispatcher: Sendable {
     }
 
     private func encrypted(
-        _ fitted: Fitted, device: DeviceRegistration, target: PushDelivery.Target, channel: Channel, transport: any PushTransport,
+        _ fitted: Fitted, device: PushDeviceRegistration, target: PushDelivery.Target, channel: Channel, transport: any PushTransport,
         collapseId: String
     ) -> Plan {
         guard let key = device.pushKey else {
@@ -186,7 +186,7 @@ public struct PushDispatcher: Sendable {
         }
         let envelope: String
         do {
-            envelope = try PushEnvelope.seal(plaintext, key: key)  // a fresh nonce per device
+            envelope = try PushEnvelopeCipher.seal(plaintext, key: key)  // a fresh nonce per device
         } catch {
             return .done(outcome: .failed, transport: transport.name, reason: "seal_failed: \(error.message)")
         }

@@ -25,10 +25,10 @@ public struct SettingsFile: Sendable {
 
     /// The file's top-level members, in the file's order (keys compared exactly, never merged);
     /// empty when the file does not exist.
-    public func read() throws(SettingsFileError) -> [(key: String, value: JSONValue)] {
+    public func read() throws(PushSettingsFileError) -> [(key: String, value: JSONValue)] {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
-                throw SettingsFileError.unreadable.with("cannot read \(path): give the hub's user read access, or remove it")
+                throw PushSettingsFileError.unreadable.with("cannot read \(path): give the hub's user read access, or remove it")
             }
             return []
         }
@@ -36,11 +36,11 @@ public struct SettingsFile: Sendable {
         do {
             value = try JSONParser.parse([UInt8](data))
         } catch {
-            throw SettingsFileError.unparseable.with(
+            throw PushSettingsFileError.unparseable.with(
                 "\(path) is not valid JSON (\(error.description)): fix or remove the file; it was left untouched")
         }
         guard let object = value.objectValue else {
-            throw SettingsFileError.unparseable.with(
+            throw PushSettingsFileError.unparseable.with(
                 "\(path) must hold a JSON object, not \(value.typeName): fix or remove the file; it was left untouched")
         }
         return object
@@ -50,10 +50,10 @@ public struct SettingsFile: Sendable {
     /// keys written (none when all were present). Reads and writes under the lock, so two
     /// writers never lose each other's keys.
     @discardableResult
-    public func addMissing(_ values: [String: String]) throws(SettingsFileError) -> [String] {
+    public func addMissing(_ values: [String: String]) throws(PushSettingsFileError) -> [String] {
         guard !values.isEmpty else { return [] }
-        return try SettingsFile.inProcess.withLock { _ throws(SettingsFileError) -> [String] in
-            try withFileLock { () throws(SettingsFileError) -> [String] in
+        return try SettingsFile.inProcess.withLock { _ throws(PushSettingsFileError) -> [String] in
+            try withFileLock { () throws(PushSettingsFileError) -> [String] in
                 var members = try read()
                 let present = JSONValue.object(members)
                 let added = values.keys.filter { present[$0] == nil }.sorted()
@@ -89,30 +89,30 @@ public struct SettingsFile: Sendable {
         return url.deletingLastPathComponent().path
     }
 
-    private func withFileLock<T>(_ body: () throws(SettingsFileError) -> T) throws(SettingsFileError) -> T {
+    private func withFileLock<T>(_ body: () throws(PushSettingsFileError) -> T) throws(PushSettingsFileError) -> T {
         try ensureDirectory()
         let lockPath = path + ".lock"
         let fd = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw SettingsFileError.unwritable.with("cannot create lock file \(lockPath): \(String(cString: strerror(errno)))")
+            throw PushSettingsFileError.unwritable.with("cannot create lock file \(lockPath): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else {
-                throw SettingsFileError.unwritable.with("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+                throw PushSettingsFileError.unwritable.with("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
             }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()
     }
 
-    private func ensureDirectory() throws(SettingsFileError) {
+    private func ensureDirectory() throws(PushSettingsFileError) {
         var info = stat()
         if stat(directory, &info) == 0 { return }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw SettingsFileError.unwritable.with("cannot create data directory \(directory): \(error.localizedDescription)")
+            throw PushSettingsFileError.unwritable.with("cannot create data directory \(directory): \(error.localizedDescription)")
         }
     }
 
@@ -128,12 +128,12 @@ public struct SettingsFile: Sendable {
 
     /// Temp file in the same directory → write → fsync → rename over → fsync the directory.
     /// A crash at any point leaves either the old file or the new one, whole.
-    private func writeAtomically(_ object: [(key: String, value: JSONValue)]) throws(SettingsFileError) {
+    private func writeAtomically(_ object: [(key: String, value: JSONValue)]) throws(PushSettingsFileError) {
         let bytes = Array((SettingsFile.render(.object(object)) + "\n").utf8)
         var template = Array((path + ".tmp-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
         guard fd >= 0 else {
-            throw SettingsFileError.unwritable.with("cannot create a temporary file beside \(path): \(String(cString: strerror(errno)))")
+            throw PushSettingsFileError.unwritable.with("cannot create a temporary file beside \(path): \(String(cString: strerror(errno)))")
         }
         let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var succeeded = false
@@ -148,19 +148,19 @@ public struct SettingsFile: Sendable {
                 if errno == EINTR { continue }
                 let reason = String(cString: strerror(errno))
                 close(fd)
-                throw SettingsFileError.unwritable.with("cannot write \(temporaryPath): \(reason)")
+                throw PushSettingsFileError.unwritable.with("cannot write \(temporaryPath): \(reason)")
             }
             offset += written
         }
         guard fsync(fd) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw SettingsFileError.unwritable.with("cannot flush \(temporaryPath): \(reason)")
+            throw PushSettingsFileError.unwritable.with("cannot flush \(temporaryPath): \(reason)")
         }
         close(fd)
         SettingsFile.beforeRenameHook.withLock { $0 }.run?()
         guard rename(temporaryPath, path) == 0 else {
-            throw SettingsFileError.unwritable.with("cannot replace \(path): \(String(cString: strerror(errno)))")
+            throw PushSettingsFileError.unwritable.with("cannot replace \(path): \(String(cString: strerror(errno)))")
         }
         succeeded = true
         let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

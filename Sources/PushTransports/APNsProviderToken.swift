@@ -25,7 +25,7 @@ public actor APNsProviderToken {
     }
 
     /// The token to send, minting a new one when there is none or it is 45 minutes old.
-    public func token() throws(CredentialError) -> String {
+    public func token() throws(PushCredentialError) -> String {
         let time = now()
         if let current, time - current.issuedAt < Self.lifetime, time >= current.issuedAt {
             return current.token
@@ -35,12 +35,12 @@ public actor APNsProviderToken {
 
     /// Called after `403 ExpiredProviderToken`: mints a new token unless another push already
     /// replaced the one that failed, so a burst of rejections mints once.
-    public func refresh(rejected token: String) throws(CredentialError) -> String {
+    public func refresh(rejected token: String) throws(PushCredentialError) -> String {
         if let current, current.token != token { return current.token }
         return try mint(at: now())
     }
 
-    private func mint(at time: Double) throws(CredentialError) -> String {
+    private func mint(at time: Double) throws(PushCredentialError) -> String {
         let issuedAt = Int64(time.rounded(.down))
         let token = try JSONWebToken.sign(
             header: ["alg": "ES256", "kid": .string(credentials.keyId)],

@@ -15,7 +15,7 @@ public struct APNsTransport: PushTransport {
 
     package init(
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
-        retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
+        retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
     ) {
         self.endpoint = endpoint.droppingTrailingSlashes
         self.bundleId = credentials.bundleId

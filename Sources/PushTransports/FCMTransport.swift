@@ -14,7 +14,7 @@ public struct FCMTransport: PushTransport {
 
     package init(
         endpoint: String = "https://fcm.googleapis.com", account: FCMServiceAccount, client: HTTPClient,
-        accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
+        accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64
     ) {
         self.endpoint = endpoint.droppingTrailingSlashes
@@ -71,8 +71,8 @@ public struct FCMTransport: PushTransport {
     /// A data-only message: every value a string, no `notification`, no `collapse_key`.
     /// Wear adds `direct_boot_ok`, so a watch that rebooted can still show it. Written in the
     /// JavaScript hub's byte order: `message` as `token`, `data`, `android`; `data` in the
-    /// payload's insertion order (`NotificationPayload.jsonValue`).
-    public static func body(token: String, payload: NotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
+    /// payload's insertion order (`PushNotificationPayload.jsonValue`).
+    public static func body(token: String, payload: PushNotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
         var android: [(key: String, value: JSONValue)] = [(key: "priority", value: .string(priority == .high ? "HIGH" : "NORMAL"))]
         if target == .wear { android.append((key: "direct_boot_ok", value: true)) }
         let message: JSONValue = ["message": ["token": .string(token), "data": payload.jsonValue, "android": .object(android)]]

@@ -6,7 +6,7 @@ import PushSync
 /// endpoint backoff, the retry policy, the mapping of network errors, and the latency.
 struct ProviderCall: Sendable {
     let client: HTTPClient
-    let policy: RetryPolicy
+    let policy: PushRetryPolicy
     let backoff: EndpointBackoff
 
     /// What a classifier returns: the verdict plus anything worth keeping from the answer.
@@ -51,7 +51,7 @@ struct ProviderCall: Sendable {
                 case .success(let response):
                     reached = true
                     status = response.status
-                    retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
+                    retryAfter = PushRetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
                     verdict = classify(response)
                 case .failure(let error):
                     if error.isConnectFailure { connectFailed = true }

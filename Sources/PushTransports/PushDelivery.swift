@@ -17,7 +17,7 @@ public struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable
     /// What is carried: an envelope for the relay and APNs, the plaintext payload for direct FCM.
     public enum Content: Sendable {
         case envelope(String)
-        case plaintext(NotificationPayload)
+        case plaintext(PushNotificationPayload)
     }
 
     public var target: Target

@@ -18,13 +18,13 @@ public struct PushLogRecord: Sendable, Equatable, CustomStringConvertible {
     public var transport: String
     /// First 12 hex digits of the token's SHA-256.
     public var tokenHash: String
-    public var outcome: DeliveryOutcome
+    public var outcome: PushDeliveryOutcome
     public var reason: String?
     public var status: Int?
     public var milliseconds: Int
 
     public init(
-        platform: String, transport: String, tokenHash: String, outcome: DeliveryOutcome, reason: String?, status: Int?, milliseconds: Int
+        platform: String, transport: String, tokenHash: String, outcome: PushDeliveryOutcome, reason: String?, status: Int?, milliseconds: Int
     ) {
         self.platform = platform
         self.transport = transport

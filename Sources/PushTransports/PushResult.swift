@@ -1,7 +1,7 @@
 /// What one send came to. Misreading a blip as `invalid` would unregister a live phone, so
 /// `invalid` is reserved for answers that say the token is dead, and everything else is
 /// `failed`.
-public enum DeliveryOutcome: String, Sendable, Hashable {
+public enum PushDeliveryOutcome: String, Sendable, Hashable {
     /// Accepted by the provider (not a handset receipt).
     case sent
     /// The provider says the token is dead: the dispatcher prunes it.
@@ -12,7 +12,7 @@ public enum DeliveryOutcome: String, Sendable, Hashable {
 
 /// The per-device answer of a transport.
 public struct PushResult: Sendable, Equatable {
-    public var outcome: DeliveryOutcome
+    public var outcome: PushDeliveryOutcome
     /// Why: the provider's reason or code (`BadDeviceToken`, `UNREGISTERED`, `rate_limited`),
     /// a network error (`timeout`), or ours (`too_large`). Nil when sent with nothing to say.
     public var reason: String?
@@ -29,7 +29,7 @@ public struct PushResult: Sendable, Equatable {
     public var attempts: Int
 
     public init(
-        outcome: DeliveryOutcome, reason: String? = nil, status: Int? = nil, latency: Duration = .zero, apnsId: String? = nil,
+        outcome: PushDeliveryOutcome, reason: String? = nil, status: Int? = nil, latency: Duration = .zero, apnsId: String? = nil,
         invalidSince: Int64? = nil, attempts: Int = 1
     ) {
         self.outcome = outcome
@@ -50,13 +50,13 @@ public struct PushResult: Sendable, Equatable {
 /// A classified answer before timing is attached: the pure part, shared by the transports,
 /// their tests and the fuzz targets.
 public struct Classification: Sendable, Equatable {
-    public var outcome: DeliveryOutcome
+    public var outcome: PushDeliveryOutcome
     public var reason: String?
     /// Whether a retry policy may try again (429, 5xx, UNAVAILABLE): never for a dead token
     /// or a malformed request.
     public var retryable: Bool
 
-    public init(outcome: DeliveryOutcome, reason: String?, retryable: Bool = false) {
+    public init(outcome: PushDeliveryOutcome, reason: String?, retryable: Bool = false) {
         self.outcome = outcome
         self.reason = reason
         self.retryable = retryable

@@ -18,7 +18,7 @@ public struct RelayTransport: PushTransport {
     ///   - retryPolicy: retries of 429/5xx; none by default.
     ///   - concurrency: sends in flight at once for one batch.
     package init(
-        baseURL: String, client: HTTPClient, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
+        baseURL: String, client: HTTPClient, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64
     ) {
         self.baseURL = baseURL.droppingTrailingSlashes
@@ -48,7 +48,7 @@ public struct RelayTransport: PushTransport {
             return .refuse(.refused("relay_requires_envelope"))
         }
         // The relay refuses larger envelopes with 413; refusing here saves the round trip.
-        guard envelope.utf8.count <= PushEnvelope.maximumEnvelopeLength else { return .refuse(.refused("too_large")) }
+        guard envelope.utf8.count <= PushEnvelopeCipher.maximumEnvelopeLength else { return .refuse(.refused("too_large")) }
         guard let body = body(for: delivery, envelope: envelope) else { return .refuse(.refused("wear_relay_unsupported")) }
         return .send(HTTPRequest(method: .post, url: url, headers: headers, body: body))
     }

@@ -151,8 +151,8 @@ struct Device: Sendable {
     let token: String
     let key: String?
 
-    func request() throws -> RegistrationRequest {
-        try RegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: key)
+    func request() throws -> PushRegistrationRequest {
+        try PushRegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: key)
     }
 }
 
@@ -224,7 +224,7 @@ func run(_ options: Options) async throws -> Int32 {
                 })))
 
     let directory = providers.directory + "/hub"
-    let store = try SQLiteDeviceStore(directory: directory)
+    let store = try SQLitePushDeviceStore(directory: directory)
     let timeout = Duration.milliseconds(options.timeoutMilliseconds)
     func hub(ios: String, android: String) throws -> NativePush {
         let environment = providers.environment(iosMode: ios, androidMode: android, dataDirectory: directory)
@@ -255,7 +255,7 @@ func run(_ options: Options) async throws -> Int32 {
     print("soak: \(options.rounds) rounds × \(devices.count) devices (\(options.rounds * devices.count) device-sends), request timeout \(options.timeoutMilliseconds) ms")
 
     for round in 0..<options.rounds {
-        let payload = NotificationPayload(
+        let payload = PushNotificationPayload(
             type: round % 3 == 0 ? .permissionRequest : .ready, sessionId: "s-\(round % 7)", url: "/sessions/s-\(round % 7)",
             requestId: round % 3 == 0 ? "req-\(round)" : nil, title: "Claude is ready", body: "Round \(round)")
         let roundStart = clock.now

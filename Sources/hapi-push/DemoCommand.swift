@@ -38,15 +38,15 @@ enum DemoCommand {
         let bad = await hub.register(namespace: "demo", body: Array(#"{"platform":"ios","deviceId":"x","token":"abc"}"#.utf8))
         print("POST /api/devices/register (bad iOS body) → \(bad.status) \(bad.body)")
 
-        let session = NotificationComposer.Session(id: "7f3a", agent: "Claude", project: "hapi")
-        let events: [NotificationPayload] = [
-            NotificationComposer.ready(session, lastAgentText: "All done.\nAGENT_NOTIFY_SUMMARY {\"tests\":\"passed\"}"),
-            NotificationComposer.permissionRequest(session, requestId: "req-42", toolName: "Bash", detail: "swift test"),
-            NotificationComposer.inputRequest(
+        let session = PushNotificationComposer.Session(id: "7f3a", agent: "Claude", project: "hapi")
+        let events: [PushNotificationPayload] = [
+            PushNotificationComposer.ready(session, lastAgentText: "All done.\nAGENT_NOTIFY_SUMMARY {\"tests\":\"passed\"}"),
+            PushNotificationComposer.permissionRequest(session, requestId: "req-42", toolName: "Bash", detail: "swift test"),
+            PushNotificationComposer.inputRequest(
                 session, requestId: "req-43", toolName: "AskUserQuestion",
                 arguments: ["questions": [["question": "Which database should we use?", "options": [["label": "SQLite"]]], ["question": "Deploy now?"]]])
-                ?? NotificationComposer.ready(session),
-            NotificationComposer.taskNotification(session, status: "failed", summary: "3 tests failed"),
+                ?? PushNotificationComposer.ready(session),
+            PushNotificationComposer.taskNotification(session, status: "failed", summary: "3 tests failed"),
         ]
 
         heading("4. iOS relay + Android relay (the defaults): the relay sees ciphertext only")
@@ -93,7 +93,7 @@ enum DemoCommand {
             namespace: "demo", body: JSONValue.object(["platform": "ios", "deviceId": "iphone", "token": .string(iphoneToken), "pushKey": .string(keys.iphone.base64)]).canonicalBytes)
         var big = events[0]
         big.notifySummary = JSONValue.object(["log": .string(String(repeating: "x", count: 3000))]).canonicalString
-        print("ready with a 3 KB notifySummary (plaintext \(big.canonicalJSON.count) B → envelope \(PushEnvelope.sealedLength(plaintextCount: big.canonicalJSON.count)) B):")
+        print("ready with a 3 KB notifySummary (plaintext \(big.canonicalJSON.count) B → envelope \(PushEnvelopeCipher.sealedLength(plaintextCount: big.canonicalJSON.count)) B):")
         print(SendCommand.render(try await hub.dispatch(big, namespace: "demo")))
         var huge = events[1]
         huge.body = String(repeating: "long command line ", count: 200)
@@ -119,10 +119,10 @@ enum DemoCommand {
     static func makeHub(_ providers: LoopbackProviders, ios: String, android: String, directory: String) async throws -> NativePush {
         let environment = providers.environment(iosMode: ios, androidMode: android, dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
-        return try NativePush(configuration: configuration, store: try SQLiteDeviceStore(directory: directory))
+        return try NativePush(configuration: configuration, store: try SQLitePushDeviceStore(directory: directory))
     }
 
-    static func dispatchAll(_ events: [NotificationPayload], hub: NativePush) async throws {
+    static func dispatchAll(_ events: [PushNotificationPayload], hub: NativePush) async throws {
         for payload in events {
             print("\(payload.type) — \"\(payload.title)\" / \"\(payload.body.replacingOccurrences(of: "\n", with: " ⏎ "))\"")
             print(SendCommand.render(try await hub.dispatch(payload, namespace: "demo")))
@@ -143,11 +143,11 @@ enum DemoCommand {
 
     static func goldenEnvelope() throws {
         let key = try PushKey(bytes: Array(0..<32))
-        let payload = NotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "Ready for input")
+        let payload = PushNotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "Ready for input")
         let plaintext = payload.canonicalJSON
         heading("1. The golden envelope (key 00..1f, nonce 00..0b, AAD \"hapi-push-v1\") the official iOS app pins")
         print("payload:  \(String(decoding: plaintext, as: UTF8.self))")
-        let golden = try PushEnvelope.seal(plaintext, key: key, testVectorNonce: Array(0..<12))
+        let golden = try PushEnvelopeCipher.seal(plaintext, key: key, testVectorNonce: Array(0..<12))
         print("envelope: \(golden)")
         let opened = try ReceivedPush.decode(version: "1", envelope: golden, key: key)
         print("opened:   type=\(opened.type) title=\"\(opened.title)\" body=\"\(opened.body)\"; every real seal uses a fresh random nonce")

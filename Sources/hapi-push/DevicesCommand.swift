@@ -12,7 +12,7 @@ enum DevicesCommand {
           hapi-push [--data-dir DIR] devices list --namespace NS [--json]
 
         The registry is PostgreSQL when HAPI_PUSH_DATABASE_URL (or settings.json "pushDatabaseUrl") is set,
-        else DIR/\(SQLiteDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
+        else DIR/\(SQLitePushDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
         list --json prints an array of {namespace, deviceId, platform, tokenHash, hasPushKey, createdAt, updatedAt};
         tokenHash is the first 12 hex digits of the token's SHA-256. Push keys are never printed.
         Validation failures exit 2 and name every failing field.
@@ -32,9 +32,9 @@ enum DevicesCommand {
             }
             let (namespace, platform) = (try args.required("namespace"), try args.required("platform"))
             let (deviceId, token) = (try args.required("device-id"), try args.required("token"))
-            let request: RegistrationRequest
+            let request: PushRegistrationRequest
             do {
-                request = try RegistrationRequest(
+                request = try PushRegistrationRequest(
                     namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: args.value("push-key"))
             } catch {
                 let lines = error.formErrors.map { "  \($0)" } + error.orderedFieldErrors.flatMap { entry in
@@ -42,7 +42,7 @@ enum DevicesCommand {
                 }
                 throw UsageError("invalid registration:\n" + lines.joined(separator: "\n"))
             }
-            let registry = DeviceRegistry(store: try await openStore(dataDirectory))
+            let registry = PushDeviceRegistry(store: try await openStore(dataDirectory))
             let stored = try await registry.register(request)
             print("registered \(stored.platform) device \(stored.deviceId) in namespace \(stored.namespace) (token \(stored.tokenHash))")
             return ExitCode.success.rawValue
@@ -52,7 +52,7 @@ enum DevicesCommand {
             let namespace = try args.required("namespace")
             let token = try args.required("token")
             guard !token.isEmpty else { throw UsageError("--token must not be empty") }
-            let removed = try await DeviceRegistry(store: try await openStore(dataDirectory)).unregister(namespace: namespace, token: token)
+            let removed = try await PushDeviceRegistry(store: try await openStore(dataDirectory)).unregister(namespace: namespace, token: token)
             print(removed ? "unregistered token \(TokenFingerprint.of(token))" : "no device with token \(TokenFingerprint.of(token)) in namespace \(namespace)")
             return ExitCode.success.rawValue
         case "list":
@@ -95,12 +95,12 @@ enum DevicesCommand {
         let namespace = try args.required("namespace")
         let body = try InputFile.read(path, option: "request")
         do {
-            _ = try DeviceRegistry.decodeRegistration(namespace: namespace, body: body)
+            _ = try PushDeviceRegistry.decodeRegistration(namespace: namespace, body: body)
         } catch {
             print(error.responseBody)
             return ExitCode.usage.rawValue
         }
-        let answer = await DeviceRegistry(store: try await openStore(dataDirectory)).handleRegister(namespace: namespace, body: body)
+        let answer = await PushDeviceRegistry(store: try await openStore(dataDirectory)).handleRegister(namespace: namespace, body: body)
         print(answer.body)
         switch answer.status {
         case 200: return ExitCode.success.rawValue
@@ -110,7 +110,7 @@ enum DevicesCommand {
     }
 
     /// The registry the hub would use: HAPI_PUSH_DATABASE_URL, else SQLite in the data directory.
-    static func openStore(_ dataDirectory: String?) async throws -> any DeviceStore {
+    static func openStore(_ dataDirectory: String?) async throws -> any PushDeviceStore {
         let environment = ProcessInfo.processInfo.environment
         guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
             throw UsageError("no data directory: pass --data-dir DIR or set HAPI_HOME or HOME")

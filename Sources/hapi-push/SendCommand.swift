@@ -41,22 +41,22 @@ enum SendCommand {
                 throw UsageError("--notify-summary must be JSON: \(error.description)")
             }
         }
-        let payload = NotificationPayload(
-            type: NotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"),
+        let payload = PushNotificationPayload(
+            type: PushNotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"),
             url: args.value("url") ?? "/sessions/\(sessionId)", requestId: args.value("request-id"), title: try args.required("title"),
-            body: try args.required("body"), severity: args.value("severity").map(Severity.init(rawValue:)), notifySummary: summary)
+            body: try args.required("body"), severity: args.value("severity").map(PushNotificationSeverity.init(rawValue:)), notifySummary: summary)
 
         let push: NativePush
         do {
             push = try await NativePush.start(dataDirectory: dataDirectory)
-        } catch let error as SettingsFileError {
+        } catch let error as PushSettingsFileError {
             throw CommandFailure(error.message)
-        } catch let error as DeviceStoreError {
+        } catch let error as PushDeviceStoreError {
             throw CommandFailure(error.message)
         } catch {
             throw CommandFailure("\(error)")
         }
-        let report: DispatchReport
+        let report: PushDispatchReport
         do {
             report = try await push.dispatch(payload, namespace: namespace)
         } catch {
@@ -73,7 +73,7 @@ enum SendCommand {
     }
 
     /// One line per device, then the decision.
-    static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil) -> String {
+    static func render(_ report: PushDispatchReport, configuration: PushConfiguration? = nil) -> String {
         var lines: [String] = []
         render(report, configuration: configuration) { lines.append($0) }
         return lines.joined(separator: "\n")
@@ -81,7 +81,7 @@ enum SendCommand {
 
     /// The same lines, handed out one at a time (a send to 100,000 devices prints as it goes
     /// instead of building one string).
-    static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil, line emit: (String) -> Void) {
+    static func render(_ report: PushDispatchReport, configuration: PushConfiguration? = nil, line emit: (String) -> Void) {
         if let configuration {
             emit("transports: ios=\(configuration.ios.transport.name) android=\(configuration.android.transport.name)")
         }

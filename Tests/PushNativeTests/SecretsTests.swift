@@ -208,7 +208,7 @@ final class TextCapturingLogger: PushLogger {
             captured += [pushConfiguration.description, String(reflecting: pushConfiguration), pushConfiguration.jsonValue.canonicalString]
             captured += pushConfiguration.diagnostics.map(\.description)
             let push = try NativePush(
-                configuration: pushConfiguration, store: try SQLiteDeviceStore(directory: dataDirectory), logger: logger,
+                configuration: pushConfiguration, store: try SQLitePushDeviceStore(directory: dataDirectory), logger: logger,
                 requestTimeout: .seconds(1))
             let devices = try world.devices(ios: configuration.ios, android: configuration.android, scenarios: configuration.scenarios)
             for device in devices {
@@ -338,7 +338,7 @@ final class TextCapturingLogger: PushLogger {
         let world = try SecretWorld()
         let device = try world.device("ios", "iphone", .ok)
         let key = try #require(device.key)
-        let registration = DeviceRegistration(
+        let registration = PushDeviceRegistration(
             namespace: "ns", deviceId: "iphone", platform: .ios, token: device.token, pushKey: key, createdAt: 1, updatedAt: 2)
         let credentials = try APNsCredentials(
             pem: Array(world.providers.apnsKeys.privateKeyPEM.utf8), keyId: "DEMO123456", teamId: "TEAM123456", bundleId: "run.hapi.app")
@@ -346,7 +346,7 @@ final class TextCapturingLogger: PushLogger {
         let dataDirectory = world.directory + "/descriptions"
         let configuration = try PushConfiguration.load(
             environment: world.environment(ios: "apns", android: "fcm", dataDirectory: dataDirectory), dataDirectory: dataDirectory)
-        let envelope = try PushEnvelope.seal(readyPayloadForSecrets.canonicalJSON, key: key)
+        let envelope = try PushEnvelopeCipher.seal(readyPayloadForSecrets.canonicalJSON, key: key)
         let jwt = "eyJhbGciOiJFUzI1NiIsImtpZCI6IkRFTU8xMjM0NTYifQ.eyJpc3MiOiJURUFNIn0.c2lnbmF0dXJl"
         let request = HTTPRequest(
             method: .post, url: "https://api.push.apple.com/3/device/\(device.token)?k=\(key.base64)",
@@ -362,7 +362,7 @@ final class TextCapturingLogger: PushLogger {
             return secrets.filter { text.contains($0) }.map { String($0.prefix(6)) + "…" }
         }
         let values: [(String, Any)] = [
-            ("PushKey", key), ("DeviceRegistration", registration), ("APNsCredentials", credentials), ("FCMServiceAccount", account),
+            ("PushKey", key), ("PushDeviceRegistration", registration), ("APNsCredentials", credentials), ("FCMServiceAccount", account),
             ("PushConfiguration", configuration), ("HTTPRequest", request), ("HTTPHeaders", request.headers),
         ]
         for (name, value) in values {
@@ -379,7 +379,7 @@ final class TextCapturingLogger: PushLogger {
     }
 }
 
-let readyPayloadForSecrets = NotificationPayload(
+let readyPayloadForSecrets = PushNotificationPayload(
     type: .ready, sessionId: "s-secret", sessionName: "claude - hapi", url: "/sessions/s-secret", title: "Claude is ready",
     body: "Ready for input", severity: .info)
 

@@ -81,7 +81,7 @@ struct APNsFixture {
     }
 
     @Test(arguments: [
-        (200, "", DeliveryOutcome.sent, nil as String?),
+        (200, "", PushDeliveryOutcome.sent, nil as String?),
         (410, #"{"reason":"Unregistered","timestamp":1700000000000}"#, .invalid, "Unregistered"),
         (410, #"{"reason":"ExpiredToken"}"#, .invalid, "ExpiredToken"),
         (410, "", .failed, "http_410"),
@@ -98,7 +98,7 @@ struct APNsFixture {
         (503, #"{"reason":"ServiceUnavailable"}"#, .failed, "ServiceUnavailable"),
         (503, "<html>", .failed, "http_503"),
     ])
-    func answersAreClassified(_ status: Int, _ body: String, _ outcome: DeliveryOutcome, _ reason: String?) async throws {
+    func answersAreClassified(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome, _ reason: String?) async throws {
         let fixture = try APNsFixture { _ in .text(status: status, body) }
         let result = try #require(await fixture.transport.send([envelopeDelivery()]).first)
         await fixture.stand.shutdown()

@@ -144,7 +144,7 @@ final class FaultRig: @unchecked Sendable {
     let transport: any PushTransport
     let directory: String
 
-    init(fault: InjectedFault, kind: FaultTransportKind, retryPolicy: RetryPolicy = .none) throws {
+    init(fault: InjectedFault, kind: FaultTransportKind, retryPolicy: PushRetryPolicy = .none) throws {
         self.fault = fault
         self.kind = kind
         target = try RecordingServer(respond: FaultRig.responder(fault, kind))
@@ -265,7 +265,7 @@ final class FaultRig: @unchecked Sendable {
             case .apns:
                 return PushDelivery(target: .ios, token: hexToken, content: .envelope("ZW52ZWxvcGU="), collapseId: "ready-s1")
             case .fcm:
-                let payload = NotificationPayload(type: .ready, sessionId: "s1", title: "Claude is ready", body: "Ready for input")
+                let payload = PushNotificationPayload(type: .ready, sessionId: "s1", title: "Claude is ready", body: "Ready for input")
                 return PushDelivery(
                     target: index % 3 == 2 ? .wear : .androidPhone, token: "fcm:fault-\(round)-\(index)", content: .plaintext(payload),
                     collapseId: "ready-s1")
@@ -357,7 +357,7 @@ final class FaultRig: @unchecked Sendable {
     /// stretching the push: one attempt, well within the timeout.
     @Test(arguments: FaultTransportKind.allCases)
     func retryAfterBeyondThePolicyDeadlineIsNotWaitedFor(_ kind: FaultTransportKind) async throws {
-        let policy = RetryPolicy(
+        let policy = PushRetryPolicy(
             maximumAttempts: 3, initialBackoff: .milliseconds(20), maximumBackoff: .milliseconds(50), totalDeadline: .milliseconds(800))
         let rig = try FaultRig(fault: .rateLimitedWithRetryAfter, kind: kind, retryPolicy: policy)
         let clock = ContinuousClock()

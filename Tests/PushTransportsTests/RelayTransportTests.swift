@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (200, #"{"ok":true}"#, DeliveryOutcome.sent, nil as String?),
+        (200, #"{"ok":true}"#, PushDeliveryOutcome.sent, nil as String?),
         (410, #"{"ok":false,"code":"unregistered"}"#, .invalid, "unregistered"),
         (410, "Gone", .failed, "http_410"),
         (400, #"{"ok":false,"code":"bad_request","message":"token must be hex"}"#, .failed, "bad_request: token must be hex"),
@@ -45,7 +45,7 @@ import Testing
         (500, "internal error", .failed, "http_500"),
         (404, "", .failed, "http_404"),
     ])
-    func answersAreClassified(_ status: Int, _ body: String, _ outcome: DeliveryOutcome, _ reason: String?) async throws {
+    func answersAreClassified(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome, _ reason: String?) async throws {
         let stand = try StandIn { _ in .text(status: status, body) }
         let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client)
         let result = try #require(await relay.send([envelopeDelivery()]).first)
@@ -104,7 +104,7 @@ import Testing
             _ = request
             return .text(status: 503, #"{"ok":false,"code":"upstream"}"#)
         }
-        let policy = RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), maximumBackoff: .milliseconds(20))
+        let policy = PushRetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), maximumBackoff: .milliseconds(20))
         let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client, retryPolicy: policy)
         let failed = try #require(await relay.send([envelopeDelivery()]).first)
         #expect(failed.attempts == 3)

@@ -4,10 +4,10 @@ public import PushEnvelope
 ///
 /// `description` shows a token fingerprint and whether a key is present, never the token or
 /// the key, so a registration can be logged safely.
-public struct DeviceRegistration: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+public struct PushDeviceRegistration: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
     public var namespace: String
     public var deviceId: String
-    public var platform: DevicePlatform
+    public var platform: PushDevicePlatform
     /// The APNs device token (lowercase hex) or the opaque FCM token. A secret: log `tokenHash`.
     public var token: String
     /// The device's envelope key; nil for wear and for phones that registered without one.
@@ -17,7 +17,7 @@ public struct DeviceRegistration: Sendable, Equatable, CustomStringConvertible, 
     public var updatedAt: Int64
 
     public init(
-        namespace: String, deviceId: String, platform: DevicePlatform, token: String, pushKey: PushKey?, createdAt: Int64,
+        namespace: String, deviceId: String, platform: PushDevicePlatform, token: String, pushKey: PushKey?, createdAt: Int64,
         updatedAt: Int64
     ) {
         self.namespace = namespace
@@ -33,7 +33,7 @@ public struct DeviceRegistration: Sendable, Equatable, CustomStringConvertible, 
     public var tokenHash: String { TokenFingerprint.of(token) }
 
     public var description: String {
-        "DeviceRegistration(namespace: \(namespace), deviceId: \(deviceId), platform: \(platform), token: \(tokenHash)…, pushKey: \(pushKey == nil ? "none" : "present"), updatedAt: \(updatedAt))"
+        "PushDeviceRegistration(namespace: \(namespace), deviceId: \(deviceId), platform: \(platform), token: \(tokenHash)…, pushKey: \(pushKey == nil ? "none" : "present"), updatedAt: \(updatedAt))"
     }
 
     /// `dump()` and debuggers see the fingerprint, not the token.

@@ -16,8 +16,8 @@ import PushSync
 /// Every libpq call runs on the store's own threads, one connection each (a small bounded
 /// pool), never on a Swift concurrency thread. A connection lost to a server restart is
 /// replaced: reads are retried once; a write whose outcome cannot be known throws
-/// `DeviceStoreError.unknownOutcome` and is never retried blindly.
-public final class PostgresDeviceStore: DeviceStore {
+/// `PushDeviceStoreError.unknownOutcome` and is never retried blindly.
+public final class PostgresPushDeviceStore: PushDeviceStore {
     public struct Configuration: Sendable, CustomStringConvertible, CustomReflectable {
         /// The libpq URL (`postgres://` or `postgresql://`, TLS by its `sslmode`). It may
         /// hold a password: it is never shown; `redactedURL` is.
@@ -37,9 +37,9 @@ public final class PostgresDeviceStore: DeviceStore {
 
         /// Checks `url` without connecting: libpq's URI form, `postgres://` or `postgresql://`.
         public init(
-            url: String, tableName: String = PostgresDeviceStore.defaultTableName, maximumConnections: Int = 4,
+            url: String, tableName: String = PostgresPushDeviceStore.defaultTableName, maximumConnections: Int = 4,
             statementTimeoutMilliseconds: Int = 5000, connectTimeoutSeconds: Int = 5
-        ) throws(DeviceStoreError) {
+        ) throws(PushDeviceStoreError) {
             let parsed = try PostgresURL(url)
             self.url = url
             self.redactedURL = parsed.redacted
@@ -84,35 +84,35 @@ public final class PostgresDeviceStore: DeviceStore {
 
     /// Connects, creates the table or checks and migrates an existing one, and returns the
     /// store; the calling task suspends meanwhile (the work runs on the store's threads).
-    public static func open(configuration: Configuration) async throws(DeviceStoreError) -> PostgresDeviceStore {
+    public static func open(configuration: Configuration) async throws(PushDeviceStoreError) -> PostgresPushDeviceStore {
         guard PostgresStatements.isPlainIdentifier(configuration.tableName) else {
-            throw DeviceStoreError.invalidTableName.with(
+            throw PushDeviceStoreError.invalidTableName.with(
                 "device table name \"\(configuration.tableName)\" must be a plain SQL identifier (letters, digits, underscore)")
         }
         let workers = BlockingWorkers<PostgresSession>(name: "hapi-postgres", count: configuration.maximumConnections) {
             PostgresSession(configuration: configuration)
         }
         let unavailable = workerUnavailable(configuration)
-        let statements = try await workers.run(unavailable: unavailable) { (session) throws(DeviceStoreError) -> PostgresStatements in
+        let statements = try await workers.run(unavailable: unavailable) { (session) throws(PushDeviceStoreError) -> PostgresStatements in
             try session.read { (db) throws(PostgresFailure) -> PostgresStatements in
                 try PostgresSchema.migrate(db, table: configuration.tableName, location: configuration.redactedURL)
             }
         }
-        return PostgresDeviceStore(configuration: configuration, workers: workers, statements: statements)
+        return PostgresPushDeviceStore(configuration: configuration, workers: workers, statements: statements)
     }
 
     /// Opens the store for a URL with the default table and pool.
-    public static func open(url: String) async throws(DeviceStoreError) -> PostgresDeviceStore {
+    public static func open(url: String) async throws(PushDeviceStoreError) -> PostgresPushDeviceStore {
         try await open(configuration: Configuration(url: url))
     }
 
-    static func workerUnavailable(_ configuration: Configuration) -> DeviceStoreError {
-        DeviceStoreError.failure.with("PostgreSQL registry \(configuration.redactedURL): no worker thread could be started")
+    static func workerUnavailable(_ configuration: Configuration) -> PushDeviceStoreError {
+        PushDeviceStoreError.failure.with("PostgreSQL registry \(configuration.redactedURL): no worker thread could be started")
     }
 
-    public func upsert(_ request: RegistrationRequest, now: Int64) async throws(DeviceStoreError) -> DeviceRegistration {
+    public func upsert(_ request: PushRegistrationRequest, now: Int64) async throws(PushDeviceStoreError) -> PushDeviceRegistration {
         let statements = self.statements
-        let createdAt = try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(DeviceStoreError) -> Int64 in
+        let createdAt = try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(PushDeviceStoreError) -> Int64 in
             try session.transaction(statements) { (db) throws(PostgresFailure) -> Int64 in
                 try db.run(PostgresStatements.evictName, [request.token, request.namespace, request.deviceId, request.platform.rawValue])
                 var parameters: [String?] = [
@@ -123,15 +123,15 @@ public final class PostgresDeviceStore: DeviceStore {
                 return result.rowCount > 0 ? result.int64(0, 0) ?? now : now
             }
         }
-        return DeviceRegistration(
+        return PushDeviceRegistration(
             namespace: request.namespace, deviceId: request.deviceId, platform: request.platform, token: request.token,
             pushKey: request.pushKey, createdAt: createdAt, updatedAt: now)
     }
 
     @discardableResult
-    public func unregister(namespace: String, token: String) async throws(DeviceStoreError) -> Bool {
+    public func unregister(namespace: String, token: String) async throws(PushDeviceStoreError) -> Bool {
         let statements = self.statements
-        return try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(DeviceStoreError) -> Bool in
+        return try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(PushDeviceStoreError) -> Bool in
             try session.transaction(statements) { (db) throws(PostgresFailure) -> Bool in
                 try db.run(PostgresStatements.unregisterName, [namespace, token, token.lowercased()]).changedRows > 0
             }
@@ -139,9 +139,9 @@ public final class PostgresDeviceStore: DeviceStore {
     }
 
     @discardableResult
-    public func prune(namespace: String, token: String, notAfter: Int64?) async throws(DeviceStoreError) -> Bool {
+    public func prune(namespace: String, token: String, notAfter: Int64?) async throws(PushDeviceStoreError) -> Bool {
         let statements = self.statements
-        return try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(DeviceStoreError) -> Bool in
+        return try await workers.run(unavailable: Self.workerUnavailable(configuration)) { (session) throws(PushDeviceStoreError) -> Bool in
             // One statement: the row is deleted only if, when the server locks it, it was not
             // re-registered after `notAfter` (a concurrent upsert's new updated_at is re-checked).
             try session.transaction(statements) { (db) throws(PostgresFailure) -> Bool in
@@ -150,21 +150,21 @@ public final class PostgresDeviceStore: DeviceStore {
         }
     }
 
-    public func devices(namespace: String, platforms: Set<DevicePlatform>?) async throws(DeviceStoreError) -> [DeviceRegistration] {
+    public func devices(namespace: String, platforms: Set<PushDevicePlatform>?) async throws(PushDeviceStoreError) -> [PushDeviceRegistration] {
         let statements = self.statements
         return try await workers.run(unavailable: Self.workerUnavailable(configuration)) {
-            (session) throws(DeviceStoreError) -> [DeviceRegistration] in
-            try session.read(statements) { (db) throws(PostgresFailure) -> [DeviceRegistration] in
+            (session) throws(PushDeviceStoreError) -> [PushDeviceRegistration] in
+            try session.read(statements) { (db) throws(PostgresFailure) -> [PushDeviceRegistration] in
                 let result = try db.run(PostgresStatements.listName, [namespace])
-                var devices: [DeviceRegistration] = []
+                var devices: [PushDeviceRegistration] = []
                 devices.reserveCapacity(result.rowCount)
                 for row in 0..<result.rowCount {
-                    guard let platform = result.bytes(row, 1).flatMap(DevicePlatform.init(storedBytes:)) else { continue }
+                    guard let platform = result.bytes(row, 1).flatMap(PushDevicePlatform.init(storedBytes:)) else { continue }
                     if let platforms, !platforms.contains(platform) { continue }
                     guard let deviceId = result.text(row, 0), let token = result.text(row, 2) else { continue }
                     let key = result.bytes(row, 3).flatMap(PushKey.init(storedBase64:))
                     devices.append(
-                        DeviceRegistration(
+                        PushDeviceRegistration(
                             namespace: namespace, deviceId: deviceId, platform: platform, token: token, pushKey: key,
                             createdAt: result.int64(row, 4) ?? 0, updatedAt: result.int64(row, 5) ?? 0))
                 }
@@ -180,13 +180,13 @@ public final class PostgresDeviceStore: DeviceStore {
 
 /// One worker thread's connection, made on demand and replaced when it breaks.
 final class PostgresSession {
-    let configuration: PostgresDeviceStore.Configuration
+    let configuration: PostgresPushDeviceStore.Configuration
     private var connection: PostgresConnection?
     /// Retries after conflicts, process-wide (diagnostics for tests).
     static let conflictRetries = Locked<Int>(0)
     static let maximumConflictAttempts = 12
 
-    init(configuration: PostgresDeviceStore.Configuration) {
+    init(configuration: PostgresPushDeviceStore.Configuration) {
         self.configuration = configuration
     }
 
@@ -206,7 +206,7 @@ final class PostgresSession {
     }
 
     /// A read: retried once on a fresh connection when the connection fails.
-    func read<T>(_ statements: PostgresStatements? = nil, _ body: (PostgresConnection) throws(PostgresFailure) -> T) throws(DeviceStoreError) -> T {
+    func read<T>(_ statements: PostgresStatements? = nil, _ body: (PostgresConnection) throws(PostgresFailure) -> T) throws(PushDeviceStoreError) -> T {
         var attempt = 0
         while true {
             do {
@@ -228,7 +228,7 @@ final class PostgresSession {
     /// COMMIT was sent rolled the transaction back on the server, so it is re-run once on a
     /// fresh connection; lost during COMMIT, its outcome is unknown and reported as such. A
     /// conflict with a concurrent write (the database refused it) re-runs it after a pause.
-    func transaction<T>(_ statements: PostgresStatements, _ body: (PostgresConnection) throws(PostgresFailure) -> T) throws(DeviceStoreError) -> T {
+    func transaction<T>(_ statements: PostgresStatements, _ body: (PostgresConnection) throws(PostgresFailure) -> T) throws(PushDeviceStoreError) -> T {
         var reconnects = 0
         var conflicts = 0
         while true {
@@ -270,43 +270,43 @@ final class PostgresSession {
     }
 
     /// A typed error naming the server (never the password) and what to do.
-    private func map(_ failure: PostgresFailure, writing: Bool) -> DeviceStoreError {
+    private func map(_ failure: PostgresFailure, writing: Bool) -> PushDeviceStoreError {
         let location = "PostgreSQL registry \(configuration.redactedURL)"
         let detail = configuration.redact(failure.message)
         switch failure {
         case .notSent:
-            return DeviceStoreError.unavailable.with("\(location) is unreachable (\(detail)): nothing was changed; check that the server is up")
+            return PushDeviceStoreError.unavailable.with("\(location) is unreachable (\(detail)): nothing was changed; check that the server is up")
         case .lost:
             if writing {
-                return DeviceStoreError.unknownOutcome.with(
+                return PushDeviceStoreError.unknownOutcome.with(
                     "\(location): the connection was lost while a write ran (\(detail)); it may or may not have been applied")
             }
-            return DeviceStoreError.unavailable.with("\(location): the connection was lost (\(detail)); retry once the server is back")
+            return PushDeviceStoreError.unavailable.with("\(location): the connection was lost (\(detail)); retry once the server is back")
         case .server(let state, let message):
-            if state == PostgresSchema.incompatibleState { return DeviceStoreError.incompatibleSchema.with(message) }
+            if state == PostgresSchema.incompatibleState { return PushDeviceStoreError.incompatibleSchema.with(message) }
             if failure.isConnectionFailure {
                 if writing {
-                    return DeviceStoreError.unknownOutcome.with(
+                    return PushDeviceStoreError.unknownOutcome.with(
                         "\(location): the server ended the connection while a write ran (\(detail)); it may or may not have been applied")
                 }
-                return DeviceStoreError.unavailable.with("\(location): the server ended the connection (\(detail)); retry once it is back")
+                return PushDeviceStoreError.unavailable.with("\(location): the server ended the connection (\(detail)); retry once it is back")
             }
             if state == "57014" || state == "55P03" {
-                return DeviceStoreError.busy.with("\(location): the statement timed out (\(detail)); look for a long-running lock")
+                return PushDeviceStoreError.busy.with("\(location): the statement timed out (\(detail)); look for a long-running lock")
             }
             if failure.isRetryableConflict {
-                return DeviceStoreError.busy.with("\(location): kept colliding with concurrent writes (\(detail)); retry")
+                return PushDeviceStoreError.busy.with("\(location): kept colliding with concurrent writes (\(detail)); retry")
             }
             if state.hasPrefix("28") || state == "3D000" {
-                return DeviceStoreError.cannotOpen.with("\(location): \(detail): check the user, password and database name")
+                return PushDeviceStoreError.cannotOpen.with("\(location): \(detail): check the user, password and database name")
             }
             if state == "25006" {
-                return DeviceStoreError.readOnly.with("\(location) is read-only (\(detail)): point the registry at the primary server")
+                return PushDeviceStoreError.readOnly.with("\(location) is read-only (\(detail)): point the registry at the primary server")
             }
             if state == "42501" {
-                return DeviceStoreError.readOnly.with("\(location): permission denied (\(detail)): grant the hub's user access to the table")
+                return PushDeviceStoreError.readOnly.with("\(location): permission denied (\(detail)): grant the hub's user access to the table")
             }
-            return DeviceStoreError.failure.with("\(location): \(detail)")
+            return PushDeviceStoreError.failure.with("\(location): \(detail)")
         }
     }
 }

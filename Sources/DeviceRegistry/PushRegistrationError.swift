@@ -4,7 +4,7 @@ import PushEnvelope
 /// flattened error): `{"error":"Invalid body","issues":{"formErrors":[…],"fieldErrors":{…}}}`,
 /// body-level problems in `formErrors`, one entry per failing field in the order the problems
 /// were found (schema order: `token`, `platform`, `deviceId`, `pushKey`).
-public struct RegistrationError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct PushRegistrationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Problems with the body as a whole ("expected object, received null").
     public let formErrors: [String]
     /// Each failing field with its messages, in the order found.
@@ -43,7 +43,7 @@ public struct RegistrationError: Error, Sendable, Equatable, CustomStringConvert
         (formErrors + orderedFieldErrors.map { "\($0.field): \($0.messages.joined(separator: "; "))" }).joined(separator: "\n")
     }
 
-    public static func == (lhs: RegistrationError, rhs: RegistrationError) -> Bool {
+    public static func == (lhs: PushRegistrationError, rhs: PushRegistrationError) -> Bool {
         lhs.formErrors == rhs.formErrors && lhs.orderedFieldErrors.map(\.field) == rhs.orderedFieldErrors.map(\.field)
             && lhs.orderedFieldErrors.map(\.messages) == rhs.orderedFieldErrors.map(\.messages)
     }
@@ -62,6 +62,6 @@ public struct RegistrationError: Error, Sendable, Equatable, CustomStringConvert
             }
         }
         func has(_ field: String) -> Bool { fields.contains { $0.field == field } }
-        var error: RegistrationError { RegistrationError(formErrors: formErrors, orderedFieldErrors: fields) }
+        var error: PushRegistrationError { PushRegistrationError(formErrors: formErrors, orderedFieldErrors: fields) }
     }
 }

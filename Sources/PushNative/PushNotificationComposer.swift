@@ -1,7 +1,7 @@
 /// Builds the contract's data payload from what happened in a session, exactly as every native
 /// client expects it: types, titles, severities, the deep link, the `agent - project` name,
 /// the question preview and the `AGENT_NOTIFY_SUMMARY`.
-public enum NotificationComposer {
+public enum PushNotificationComposer {
     /// The session a notification is about.
     public struct Session: Sendable, Hashable {
         public var id: String
@@ -30,8 +30,8 @@ public enum NotificationComposer {
 
     /// The agent finished its turn and waits for input. `lastAgentText` may end with an
     /// `AGENT_NOTIFY_SUMMARY {json}` line, carried as `notifySummary`.
-    public static func ready(_ session: Session, lastAgentText: String? = nil) -> NotificationPayload {
-        NotificationPayload(
+    public static func ready(_ session: Session, lastAgentText: String? = nil) -> PushNotificationPayload {
+        PushNotificationPayload(
             type: .ready, sessionId: session.id, sessionName: session.displayName, url: session.link,
             title: "\(session.agent) is ready", body: "Ready for input", severity: .info,
             notifySummary: lastAgentText.flatMap(notifySummary(in:)))
@@ -39,20 +39,20 @@ public enum NotificationComposer {
 
     /// A tool call waits for Allow/Deny. `requestId` is the approve/deny key.
     public static func permissionRequest(_ session: Session, requestId: String, toolName: String, detail: String? = nil)
-        -> NotificationPayload
+        -> PushNotificationPayload
     {
         let summary = detail.map { flatten($0) }.flatMap { $0.isEmpty ? nil : $0 }
-        return NotificationPayload(
+        return PushNotificationPayload(
             type: .permissionRequest, sessionId: session.id, sessionName: session.displayName, url: session.link,
             requestId: requestId, title: "\(session.agent) needs permission",
             body: truncate(summary.map { "\(toolName): \($0)" } ?? "Allow \(toolName)?", maximumScalars: 280), severity: .warning)
     }
 
     /// A task ended. `failed`, `error`, `killed` and `aborted` are errors; anything else a success.
-    public static func taskNotification(_ session: Session, status: String, summary: String? = nil) -> NotificationPayload {
+    public static func taskNotification(_ session: Session, status: String, summary: String? = nil) -> PushNotificationPayload {
         let failed = ["failed", "error", "killed", "aborted"].contains(status.lowercased())
         let text = summary.map { flatten($0) }.flatMap { $0.isEmpty ? nil : $0 }
-        return NotificationPayload(
+        return PushNotificationPayload(
             type: .taskNotification, sessionId: session.id, sessionName: session.displayName, url: session.link,
             title: failed ? "Task \(status.lowercased())" : "Task completed",
             body: truncate(text ?? (failed ? "\(session.agent) stopped: \(status)" : "\(session.agent) finished its task"), maximumScalars: 280),
@@ -82,10 +82,10 @@ public enum NotificationComposer {
     /// each line; at most 280 Unicode scalars in all and 80 for the session name, cut only
     /// between grapheme clusters. No options, prefilled answers, ids or raw arguments.
     public static func inputRequest(_ session: Session, requestId: String?, toolName: String, arguments: JSONValue?)
-        -> NotificationPayload?
+        -> PushNotificationPayload?
     {
         guard isQuestionTool(toolName) else { return nil }
-        return NotificationPayload(
+        return PushNotificationPayload(
             type: .inputRequest, sessionId: session.id, sessionName: session.displayName, url: session.link, requestId: requestId,
             title: "\(session.agent) needs your input", body: questionBody(arguments: arguments, sessionName: session.displayName),
             severity: .info)

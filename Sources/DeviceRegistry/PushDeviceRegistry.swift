@@ -4,14 +4,14 @@ import Foundation
 /// The framework-neutral face of `POST/DELETE /api/devices/register`: a hub hands over the
 /// authenticated namespace and the raw request body and answers with what comes back.
 /// Nothing a client sends can make it crash or answer 500; only a failing store does.
-public struct DeviceRegistry: Sendable {
-    public let store: any DeviceStore
+public struct PushDeviceRegistry: Sendable {
+    public let store: any PushDeviceStore
     private let clock: @Sendable () -> Int64
 
     /// - Parameters:
     ///   - store: where registrations live.
     ///   - now: milliseconds since 1970; injectable so tests control `createdAt`/`updatedAt`.
-    public init(store: any DeviceStore, now: @escaping @Sendable () -> Int64 = DeviceRegistry.systemMilliseconds) {
+    public init(store: any PushDeviceStore, now: @escaping @Sendable () -> Int64 = PushDeviceRegistry.systemMilliseconds) {
         self.store = store
         self.clock = now
     }
@@ -35,7 +35,7 @@ public struct DeviceRegistry: Sendable {
             let request = try Self.decodeRegistration(namespace: namespace, body: body)
             _ = try await store.upsert(request, now: clock())
             return .ok
-        } catch let error as RegistrationError {
+        } catch let error as PushRegistrationError {
             return Answer(status: error.httpStatus, body: error.responseBody)
         } catch {
             return Self.storeFailure(error)
@@ -48,7 +48,7 @@ public struct DeviceRegistry: Sendable {
             let token = try Self.decodeUnregistration(body: body)
             try await store.unregister(namespace: namespace, token: token)
             return .ok
-        } catch let error as RegistrationError {
+        } catch let error as PushRegistrationError {
             return Answer(status: error.httpStatus, body: error.responseBody)
         } catch {
             return Self.storeFailure(error)
@@ -57,7 +57,7 @@ public struct DeviceRegistry: Sendable {
 
     /// Validates and stores a registration.
     @discardableResult
-    public func register(_ request: RegistrationRequest) async throws -> DeviceRegistration {
+    public func register(_ request: PushRegistrationRequest) async throws -> PushDeviceRegistration {
         try await store.upsert(request, now: clock())
     }
 
@@ -75,12 +75,12 @@ public struct DeviceRegistry: Sendable {
 
     /// Decodes and validates a register body as the JavaScript hub does (Content-Type
     /// ignored; a body that is not JSON is `null`), then by our stricter rules.
-    public static func decodeRegistration(namespace: String, body: [UInt8]) throws(RegistrationError) -> RegistrationRequest {
+    public static func decodeRegistration(namespace: String, body: [UInt8]) throws(PushRegistrationError) -> PushRegistrationRequest {
         try RegistrationValidation.register(namespace: namespace, body: RegistrationValidation.parseBody(body))
     }
 
     /// Decodes and validates an unregister body (`{"token"}`).
-    public static func decodeUnregistration(body: [UInt8]) throws(RegistrationError) -> String {
+    public static func decodeUnregistration(body: [UInt8]) throws(PushRegistrationError) -> String {
         try RegistrationValidation.unregister(body: RegistrationValidation.parseBody(body))
     }
 }

@@ -1,6 +1,6 @@
 /// Why a provider credential (an APNs `.p8` key, an FCM service account) was refused. Names
 /// the file and says what to do; never contains key material.
-public struct CredentialError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct PushCredentialError: Error, Sendable, Hashable, CustomStringConvertible {
     enum Code: Sendable, Hashable { case unreadable, malformed, wrongKeyType, missingFields, signingFailed }
 
     let code: Code
@@ -12,20 +12,20 @@ public struct CredentialError: Error, Sendable, Hashable, CustomStringConvertibl
         self.message = message
     }
 
-    public static func == (lhs: CredentialError, rhs: CredentialError) -> Bool { lhs.code == rhs.code }
+    public static func == (lhs: PushCredentialError, rhs: PushCredentialError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { message }
 
     /// The file could not be read.
-    public static let unreadable = CredentialError(.unreadable, "credential file is unreadable")
+    public static let unreadable = PushCredentialError(.unreadable, "credential file is unreadable")
     /// The file is not the PEM or JSON it should be.
-    public static let malformed = CredentialError(.malformed, "credential file is malformed")
+    public static let malformed = PushCredentialError(.malformed, "credential file is malformed")
     /// The key is of the wrong algorithm or curve.
-    public static let wrongKeyType = CredentialError(.wrongKeyType, "credential key has the wrong type")
+    public static let wrongKeyType = PushCredentialError(.wrongKeyType, "credential key has the wrong type")
     /// Required fields are missing from a service account.
-    public static let missingFields = CredentialError(.missingFields, "credential file lacks required fields")
+    public static let missingFields = PushCredentialError(.missingFields, "credential file lacks required fields")
     /// OpenSSL refused to sign.
-    public static let signingFailed = CredentialError(.signingFailed, "signing failed")
+    public static let signingFailed = PushCredentialError(.signingFailed, "signing failed")
 
-    func with(_ message: String) -> CredentialError { CredentialError(code, message) }
+    func with(_ message: String) -> PushCredentialError { PushCredentialError(code, message) }
 }

@@ -1,5 +1,5 @@
 /// The three kinds of native device a hub can reach.
-public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+public enum PushDevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// An Android phone: direct FCM (plaintext) or the relay (encrypted, needs a push key).
     case phone
     /// A Wear OS watch: direct FCM only.
@@ -10,7 +10,7 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
     public var description: String { rawValue }
 }
 
-extension DevicePlatform {
+extension PushDevicePlatform {
     /// The platform a stored column names, read from its bytes without making a String; nil for
     /// anything else (a row another program wrote that we cannot reach).
     package init?(storedBytes bytes: UnsafeBufferPointer<UInt8>) {

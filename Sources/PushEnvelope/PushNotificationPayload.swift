@@ -1,10 +1,10 @@
 /// The contract's data payload: what every native device renders, the same on all platforms.
 /// Encrypted in the envelope for iOS and the Android relay; sent as FCM data on direct FCM.
-public struct NotificationPayload: Sendable, Hashable {
+public struct PushNotificationPayload: Sendable, Hashable {
     /// The contract version stamped on every message.
     public static let currentContractVersion = "1"
 
-    public var type: NotificationType
+    public var type: PushNotificationType
     public var sessionId: String
     /// The session's display name (the JavaScript hub's: metadata name, summary, path or id).
     public var sessionName: String?
@@ -14,15 +14,15 @@ public struct NotificationPayload: Sendable, Hashable {
     public var requestId: String?
     public var title: String
     public var body: String
-    public var severity: Severity?
+    public var severity: PushNotificationSeverity?
     public var contractVersion: String
     /// Only on `ready`: the agent's parsed `AGENT_NOTIFY_SUMMARY`, as a JSON string.
     public var notifySummary: String?
 
     public init(
-        type: NotificationType, sessionId: String, sessionName: String? = nil, url: String? = nil,
-        requestId: String? = nil, title: String, body: String, severity: Severity? = nil,
-        contractVersion: String = NotificationPayload.currentContractVersion, notifySummary: String? = nil
+        type: PushNotificationType, sessionId: String, sessionName: String? = nil, url: String? = nil,
+        requestId: String? = nil, title: String, body: String, severity: PushNotificationSeverity? = nil,
+        contractVersion: String = PushNotificationPayload.currentContractVersion, notifySummary: String? = nil
     ) {
         self.type = type
         self.sessionId = sessionId
@@ -65,27 +65,27 @@ public struct NotificationPayload: Sendable, Hashable {
 
     /// Reads a payload as a device does after decrypting: the five required fields must be
     /// strings, optional fields must be strings when present, unknown keys are ignored.
-    public init(jsonObject value: JSONValue) throws(EnvelopeError) {
-        guard value.objectValue != nil else { throw EnvelopeError.malformedPayload }
+    public init(jsonObject value: JSONValue) throws(PushEnvelopeError) {
+        guard value.objectValue != nil else { throw PushEnvelopeError.malformedPayload }
         let object = value  // exact, byte-for-byte member lookup
-        func required(_ key: String) throws(EnvelopeError) -> String {
-            guard let text = object[key]?.stringValue else { throw EnvelopeError.malformedPayload }
+        func required(_ key: String) throws(PushEnvelopeError) -> String {
+            guard let text = object[key]?.stringValue else { throw PushEnvelopeError.malformedPayload }
             return text
         }
-        func optional(_ key: String) throws(EnvelopeError) -> String? {
+        func optional(_ key: String) throws(PushEnvelopeError) -> String? {
             guard let member = object[key] else { return nil }
-            guard let text = member.stringValue else { throw EnvelopeError.malformedPayload }
+            guard let text = member.stringValue else { throw PushEnvelopeError.malformedPayload }
             return text
         }
         self.init(
-            type: NotificationType(rawValue: try required("type")),
+            type: PushNotificationType(rawValue: try required("type")),
             sessionId: try required("sessionId"),
             sessionName: try optional("sessionName"),
             url: try optional("url"),
             requestId: try optional("requestId"),
             title: try required("title"),
             body: try required("body"),
-            severity: try optional("severity").map(Severity.init(rawValue:)),
+            severity: try optional("severity").map(PushNotificationSeverity.init(rawValue:)),
             contractVersion: try required("contractVersion"),
             notifySummary: try optional("notifySummary"))
     }
@@ -93,33 +93,33 @@ public struct NotificationPayload: Sendable, Hashable {
 
 /// A notification type. Open (a struct, not an enum) so a type added by a newer hub still
 /// round-trips; devices render unknown types with title and body only.
-public struct NotificationType: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct PushNotificationType: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }
 
     /// The agent is ready for input.
-    public static let ready = NotificationType(rawValue: "ready")
+    public static let ready = PushNotificationType(rawValue: "ready")
     /// A tool call waits for Allow/Deny.
-    public static let permissionRequest = NotificationType(rawValue: "permission-request")
+    public static let permissionRequest = PushNotificationType(rawValue: "permission-request")
     /// The agent asked the user a question.
-    public static let inputRequest = NotificationType(rawValue: "input-request")
+    public static let inputRequest = PushNotificationType(rawValue: "input-request")
     /// A task finished.
-    public static let taskNotification = NotificationType(rawValue: "task-notification")
+    public static let taskNotification = PushNotificationType(rawValue: "task-notification")
 
-    public static let allKnown: [NotificationType] = [.ready, .permissionRequest, .inputRequest, .taskNotification]
+    public static let allKnown: [PushNotificationType] = [.ready, .permissionRequest, .inputRequest, .taskNotification]
 }
 
-/// A notification severity, open for the same reason as `NotificationType`.
-public struct Severity: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+/// A notification severity, open for the same reason as `PushNotificationType`.
+public struct PushNotificationSeverity: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }
 
-    public static let info = Severity(rawValue: "info")
-    public static let warning = Severity(rawValue: "warning")
-    public static let success = Severity(rawValue: "success")
-    public static let error = Severity(rawValue: "error")
+    public static let info = PushNotificationSeverity(rawValue: "info")
+    public static let warning = PushNotificationSeverity(rawValue: "warning")
+    public static let success = PushNotificationSeverity(rawValue: "success")
+    public static let error = PushNotificationSeverity(rawValue: "error")
 }

@@ -12,7 +12,7 @@ import PushSync
 /// for several processes at once; a registration that returned is durable across a crash of
 /// the process (`synchronous=NORMAL`: a power cut may lose the last moments, which devices
 /// heal by re-registering on their next start).
-public final class SQLiteDeviceStore: DeviceStore {
+public final class SQLitePushDeviceStore: PushDeviceStore {
     /// The file name used inside a data directory.
     public static let defaultFileName = "native-push.sqlite3"
     /// The JavaScript hub's table name.
@@ -28,16 +28,16 @@ public final class SQLiteDeviceStore: DeviceStore {
         /// How long a write waits for another writer before failing with `busy`.
         public var busyTimeoutMilliseconds: Int32
 
-        public init(path: String, tableName: String = SQLiteDeviceStore.defaultTableName, busyTimeoutMilliseconds: Int32 = 5000) {
+        public init(path: String, tableName: String = SQLitePushDeviceStore.defaultTableName, busyTimeoutMilliseconds: Int32 = 5000) {
             self.path = path
             self.tableName = tableName
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         }
 
         /// `<directory>/native-push.sqlite3`.
-        public init(directory: String, tableName: String = SQLiteDeviceStore.defaultTableName) {
+        public init(directory: String, tableName: String = SQLitePushDeviceStore.defaultTableName) {
             let trimmed = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
-            self.init(path: trimmed + "/" + SQLiteDeviceStore.defaultFileName, tableName: tableName)
+            self.init(path: trimmed + "/" + SQLitePushDeviceStore.defaultFileName, tableName: tableName)
         }
     }
 
@@ -56,17 +56,17 @@ public final class SQLiteDeviceStore: DeviceStore {
     /// This blocks the calling thread while SQLite opens the file (up to the busy timeout if
     /// another process holds it): from async code use `open(configuration:)`, which does the
     /// same on a thread of its own. Every later call runs on the store's own threads.
-    public init(configuration: Configuration) throws(DeviceStoreError) {
+    public init(configuration: Configuration) throws(PushDeviceStoreError) {
         self.configuration = configuration
         guard Self.isPlainIdentifier(configuration.tableName) else {
-            throw DeviceStoreError.invalidTableName.with(
+            throw PushDeviceStoreError.invalidTableName.with(
                 "device table name \"\(configuration.tableName)\" must be a plain SQL identifier (letters, digits, underscore)")
         }
         try Self.createFileIfMissing(configuration.path)
         let connection = try SQLiteConnection(path: configuration.path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
         let journal = try connection.query("PRAGMA journal_mode=WAL")
         guard journal.first?.first?.text?.lowercased() == "wal" else {
-            throw DeviceStoreError.readOnly.with(
+            throw PushDeviceStoreError.readOnly.with(
                 "device database \(configuration.path) could not switch to WAL mode: its directory must be writable by the hub's user")
         }
         try connection.execute("PRAGMA synchronous=NORMAL")
@@ -79,45 +79,45 @@ public final class SQLiteDeviceStore: DeviceStore {
     }
 
     /// Opens `<directory>/native-push.sqlite3` (blocking; see `init(configuration:)`).
-    public convenience init(directory: String) throws(DeviceStoreError) {
+    public convenience init(directory: String) throws(PushDeviceStoreError) {
         try self.init(configuration: Configuration(directory: directory))
     }
 
     /// Opens the store on a thread of its own, so the calling task suspends instead of
     /// blocking a Swift concurrency thread while SQLite opens, recovers or waits for the file.
-    public static func open(configuration: Configuration) async throws(DeviceStoreError) -> SQLiteDeviceStore {
+    public static func open(configuration: Configuration) async throws(PushDeviceStoreError) -> SQLitePushDeviceStore {
         try await BlockingWorkers<Void>.runOnce(name: "hapi-sqlite-open", unavailable: workerUnavailable) {
-            () throws(DeviceStoreError) -> SQLiteDeviceStore in try SQLiteDeviceStore(configuration: configuration)
+            () throws(PushDeviceStoreError) -> SQLitePushDeviceStore in try SQLitePushDeviceStore(configuration: configuration)
         }
     }
 
     /// Opens `<directory>/native-push.sqlite3` on a thread of its own.
-    public static func open(directory: String) async throws(DeviceStoreError) -> SQLiteDeviceStore {
+    public static func open(directory: String) async throws(PushDeviceStoreError) -> SQLitePushDeviceStore {
         try await open(configuration: Configuration(directory: directory))
     }
 
-    static let workerUnavailable = DeviceStoreError.failure.with("device database: no worker thread could be started")
+    static let workerUnavailable = PushDeviceStoreError.failure.with("device database: no worker thread could be started")
 
-    public func upsert(_ request: RegistrationRequest, now: Int64) async throws(DeviceStoreError) -> DeviceRegistration {
+    public func upsert(_ request: PushRegistrationRequest, now: Int64) async throws(PushDeviceStoreError) -> PushDeviceRegistration {
         let sql = self.sql
-        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> DeviceRegistration in
+        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(PushDeviceStoreError) -> PushDeviceRegistration in
             try Self.upsert(request, now: now, db: db, sql: sql)
         }
     }
 
-    private static func upsert(_ request: RegistrationRequest, now: Int64, db: SQLiteConnection, sql: Statements) throws(DeviceStoreError)
-        -> DeviceRegistration
+    private static func upsert(_ request: PushRegistrationRequest, now: Int64, db: SQLiteConnection, sql: Statements) throws(PushDeviceStoreError)
+        -> PushDeviceRegistration
     {
-        try db.transaction { () throws(DeviceStoreError) -> DeviceRegistration in
+        try db.transaction { () throws(PushDeviceStoreError) -> PushDeviceRegistration in
             let platform = request.platform.rawValue
-            try db.withStatement(sql.deleteOtherHoldersOfToken) { (statement) throws(DeviceStoreError) in
+            try db.withStatement(sql.deleteOtherHoldersOfToken) { (statement) throws(PushDeviceStoreError) in
                 try statement.bind(1, request.token)
                 try statement.bind(2, request.namespace)
                 try statement.bind(3, request.deviceId)
                 try statement.bind(4, platform)
                 _ = try statement.step()
             }
-            let createdAt = try db.withStatement(sql.upsert) { (statement) throws(DeviceStoreError) -> Int64 in
+            let createdAt = try db.withStatement(sql.upsert) { (statement) throws(PushDeviceStoreError) -> Int64 in
                 var index: Int32 = 1
                 if !sql.idIsInteger {
                     try statement.bind(index, newRowId())
@@ -132,54 +132,54 @@ public final class SQLiteDeviceStore: DeviceStore {
                 try statement.bind(index + 6, now)
                 return try statement.step() ? statement.int64(0) : now
             }
-            return DeviceRegistration(
+            return PushDeviceRegistration(
                 namespace: request.namespace, deviceId: request.deviceId, platform: request.platform, token: request.token,
                 pushKey: request.pushKey, createdAt: createdAt, updatedAt: now)
         }
     }
 
     @discardableResult
-    public func unregister(namespace: String, token: String) async throws(DeviceStoreError) -> Bool {
+    public func unregister(namespace: String, token: String) async throws(PushDeviceStoreError) -> Bool {
         let sql = self.sql
-        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> Bool in
+        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(PushDeviceStoreError) -> Bool in
             try db.query(sql.unregister, [.text(namespace), .text(token), .text(token.lowercased())])
             return db.changes > 0
         }
     }
 
     @discardableResult
-    public func prune(namespace: String, token: String, notAfter: Int64?) async throws(DeviceStoreError) -> Bool {
+    public func prune(namespace: String, token: String, notAfter: Int64?) async throws(PushDeviceStoreError) -> Bool {
         let sql = self.sql
-        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> Bool in
+        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(PushDeviceStoreError) -> Bool in
             try db.query(sql.prune, [.text(namespace), .text(token), notAfter.map { .integer($0) } ?? .integer(Int64.max)])
             return db.changes > 0
         }
     }
 
-    public func devices(namespace: String, platforms: Set<DevicePlatform>?) async throws(DeviceStoreError) -> [DeviceRegistration] {
+    public func devices(namespace: String, platforms: Set<PushDevicePlatform>?) async throws(PushDeviceStoreError) -> [PushDeviceRegistration] {
         let sql = self.sql
-        return try await reader.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> [DeviceRegistration] in
+        return try await reader.run(unavailable: Self.workerUnavailable) { (db) throws(PushDeviceStoreError) -> [PushDeviceRegistration] in
             try Self.list(namespace: namespace, platforms: platforms, db: db, sql: sql)
         }
     }
 
     /// Reads each row's columns straight from the statement into a registration.
-    private static func list(namespace: String, platforms: Set<DevicePlatform>?, db: SQLiteConnection, sql: Statements) throws(DeviceStoreError)
-        -> [DeviceRegistration]
+    private static func list(namespace: String, platforms: Set<PushDevicePlatform>?, db: SQLiteConnection, sql: Statements) throws(PushDeviceStoreError)
+        -> [PushDeviceRegistration]
     {
-        try db.withStatement(sql.list) { (statement) throws(DeviceStoreError) -> [DeviceRegistration] in
+        try db.withStatement(sql.list) { (statement) throws(PushDeviceStoreError) -> [PushDeviceRegistration] in
             try statement.bind(1, namespace)
-            var devices: [DeviceRegistration] = []
+            var devices: [PushDeviceRegistration] = []
             while try statement.step() {
                 // A row another program wrote with a platform we cannot reach is skipped.
-                guard let platform = statement.bytes(1).flatMap(DevicePlatform.init(storedBytes:)) else { continue }
+                guard let platform = statement.bytes(1).flatMap(PushDevicePlatform.init(storedBytes:)) else { continue }
                 if let platforms, !platforms.contains(platform) { continue }
                 guard let deviceId = statement.text(0), let token = statement.text(2) else { continue }
                 // A stored key that no longer parses is treated as absent: the device is skipped
                 // (missing_push_key) until it re-registers, rather than failing the whole dispatch.
                 let key = statement.bytes(3).flatMap(PushKey.init(storedBase64:))
                 devices.append(
-                    DeviceRegistration(
+                    PushDeviceRegistration(
                         namespace: namespace, deviceId: deviceId, platform: platform, token: token, pushKey: key,
                         createdAt: statement.int64(4), updatedAt: statement.int64(5)))
             }
@@ -192,8 +192,8 @@ public final class SQLiteDeviceStore: DeviceStore {
     /// Creates the table in a new database, migrates one we created forward, and checks that a
     /// table we did not create (an adopted hub database) has the columns and unique key we
     /// rely on. Returns whether `id` is an INTEGER PRIMARY KEY (then SQLite assigns it).
-    private static func migrate(_ db: SQLiteConnection, table: String, path: String) throws(DeviceStoreError) -> Bool {
-        try db.transaction { () throws(DeviceStoreError) -> Bool in
+    private static func migrate(_ db: SQLiteConnection, table: String, path: String) throws(PushDeviceStoreError) -> Bool {
+        try db.transaction { () throws(PushDeviceStoreError) -> Bool in
             let version = try db.query("PRAGMA user_version").first?.first?.integer ?? 0
             let exists = try !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
             if !exists {
@@ -220,11 +220,11 @@ public final class SQLiteDeviceStore: DeviceStore {
             let required = ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"]
             let missing = required.filter { !names.contains($0) }
             guard missing.isEmpty else {
-                throw DeviceStoreError.incompatibleSchema.with(
+                throw PushDeviceStoreError.incompatibleSchema.with(
                     "table \"\(table)\" in \(path) lacks column(s) \(missing.joined(separator: ", ")): choose another table name or database")
             }
             guard try hasUniqueKey(db, table: table) else {
-                throw DeviceStoreError.incompatibleSchema.with(
+                throw PushDeviceStoreError.incompatibleSchema.with(
                     "table \"\(table)\" in \(path) has no unique key on (namespace, device_id, platform): choose another table name or database")
             }
             try db.execute("CREATE INDEX IF NOT EXISTS \"\(table)_token\" ON \"\(table)\" (token)")
@@ -234,7 +234,7 @@ public final class SQLiteDeviceStore: DeviceStore {
         }
     }
 
-    private static func hasUniqueKey(_ db: SQLiteConnection, table: String) throws(DeviceStoreError) -> Bool {
+    private static func hasUniqueKey(_ db: SQLiteConnection, table: String) throws(PushDeviceStoreError) -> Bool {
         let indexes = try db.query("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1", [.text(table)])
         for index in indexes {
             guard let name = index.first?.text else { continue }
@@ -262,12 +262,12 @@ public final class SQLiteDeviceStore: DeviceStore {
 
     /// Creates missing directories (0700) and the database file (0600) before SQLite opens it,
     /// so nothing the registry creates is readable by other users.
-    private static func createFileIfMissing(_ path: String) throws(DeviceStoreError) {
-        guard !path.isEmpty else { throw DeviceStoreError.cannotOpen.with("device database path is empty") }
+    private static func createFileIfMissing(_ path: String) throws(PushDeviceStoreError) {
+        guard !path.isEmpty else { throw PushDeviceStoreError.cannotOpen.with("device database path is empty") }
         var info = stat()
         if stat(path, &info) == 0 {
             if (info.st_mode & S_IFMT) == S_IFDIR {
-                throw DeviceStoreError.cannotOpen.with("device database path \(path) is a directory: give a file path")
+                throw PushDeviceStoreError.cannotOpen.with("device database path \(path) is a directory: give a file path")
             }
             return
         }
@@ -288,13 +288,13 @@ public final class SQLiteDeviceStore: DeviceStore {
         close(fd)
     }
 
-    private static func creationError(path: String, what: String, errno code: Int32) -> DeviceStoreError {
+    private static func creationError(path: String, what: String, errno code: Int32) -> PushDeviceStoreError {
         let reason = String(cString: strerror(code))
         if code == EROFS || code == EACCES || code == EPERM {
-            return DeviceStoreError.readOnly.with(
+            return PushDeviceStoreError.readOnly.with(
                 "cannot create device database \(what) \(path): \(reason); choose a writable data directory (--data-dir or HAPI_HOME)")
         }
-        return DeviceStoreError.cannotOpen.with("cannot create device database \(what) \(path): \(reason)")
+        return PushDeviceStoreError.cannotOpen.with("cannot create device database \(what) \(path): \(reason)")
     }
 
     /// The SQL text, built once per table name.

@@ -1,13 +1,13 @@
 import PushSync
 
 /// Registrations in process memory: for hubs that bring their own persistence (wrap this or
-/// implement `DeviceStore`) and for fast tests. Same semantics as the SQLite store.
-public final class InMemoryDeviceStore: DeviceStore {
-    private let rows = Locked<[DeviceRegistration]>([])
+/// implement `PushDeviceStore`) and for fast tests. Same semantics as the SQLite store.
+public final class InMemoryPushDeviceStore: PushDeviceStore {
+    private let rows = Locked<[PushDeviceRegistration]>([])
 
     public init() {}
 
-    public func upsert(_ request: RegistrationRequest, now: Int64) -> DeviceRegistration {
+    public func upsert(_ request: PushRegistrationRequest, now: Int64) -> PushDeviceRegistration {
         rows.withLock { rows in
             let existing = rows.first {
                 $0.namespace == request.namespace && $0.deviceId == request.deviceId && $0.platform == request.platform
@@ -16,7 +16,7 @@ public final class InMemoryDeviceStore: DeviceStore {
                 $0.token == request.token
                     || ($0.namespace == request.namespace && $0.deviceId == request.deviceId && $0.platform == request.platform)
             }
-            let registration = DeviceRegistration(
+            let registration = PushDeviceRegistration(
                 namespace: request.namespace, deviceId: request.deviceId, platform: request.platform, token: request.token,
                 pushKey: request.pushKey, createdAt: existing?.createdAt ?? now, updatedAt: now)
             rows.append(registration)
@@ -42,7 +42,7 @@ public final class InMemoryDeviceStore: DeviceStore {
         }
     }
 
-    public func devices(namespace: String, platforms: Set<DevicePlatform>?) -> [DeviceRegistration] {
+    public func devices(namespace: String, platforms: Set<PushDevicePlatform>?) -> [PushDeviceRegistration] {
         rows.withLock { rows in
             rows.enumerated()
                 .filter { $0.element.namespace == namespace && (platforms?.contains($0.element.platform) ?? true) }
@@ -53,7 +53,7 @@ public final class InMemoryDeviceStore: DeviceStore {
     }
 
     /// iOS tokens are stored lowercase; an unregister may send them in either case.
-    static func matches(_ row: DeviceRegistration, _ token: String) -> Bool {
+    static func matches(_ row: PushDeviceRegistration, _ token: String) -> Bool {
         row.token == token || (row.platform == .ios && row.token == token.lowercased())
     }
 }

@@ -1,12 +1,12 @@
-/// Where registrations live. Two implementations ship: `SQLiteDeviceStore` (the embedded
-/// default) and `InMemoryDeviceStore` (for hubs that persist elsewhere, and for fast tests).
+/// Where registrations live. Two implementations ship: `SQLitePushDeviceStore` (the embedded
+/// default) and `InMemoryPushDeviceStore` (for hubs that persist elsewhere, and for fast tests).
 /// A hub with its own database implements this protocol; the behavioural test suite in
 /// `Tests/DeviceRegistryTests` states what an implementation must do.
-public protocol DeviceStore: Sendable {
+public protocol PushDeviceStore: Sendable {
     /// Inserts or replaces the row for (namespace, deviceId, platform) and, in the same
     /// transaction, deletes any other row holding the same token (any namespace, deviceId or
     /// platform). Keeps `createdAt` of a replaced row; sets `updatedAt` to `now`.
-    func upsert(_ request: RegistrationRequest, now: Int64) async throws -> DeviceRegistration
+    func upsert(_ request: PushRegistrationRequest, now: Int64) async throws -> PushDeviceRegistration
 
     /// Removes the row holding `token` in `namespace`. Returns whether a row was removed;
     /// an unknown token is not an error. An iOS token matches case-insensitively.
@@ -20,10 +20,10 @@ public protocol DeviceStore: Sendable {
     func prune(namespace: String, token: String, notAfter: Int64?) async throws -> Bool
 
     /// The namespace's devices, newest `updatedAt` first, optionally only some platforms.
-    func devices(namespace: String, platforms: Set<DevicePlatform>?) async throws -> [DeviceRegistration]
+    func devices(namespace: String, platforms: Set<PushDevicePlatform>?) async throws -> [PushDeviceRegistration]
 }
 
-extension DeviceStore {
+extension PushDeviceStore {
     /// Prunes regardless of when the row was last updated.
     @discardableResult
     public func prune(namespace: String, token: String) async throws -> Bool {
@@ -31,7 +31,7 @@ extension DeviceStore {
     }
 
     /// All of the namespace's devices, newest first.
-    public func devices(namespace: String) async throws -> [DeviceRegistration] {
+    public func devices(namespace: String) async throws -> [PushDeviceRegistration] {
         try await devices(namespace: namespace, platforms: nil)
     }
 }

@@ -2,22 +2,22 @@ public import PushEnvelope
 
 /// A registration that passed validation: exactly what the hub accepts, normalized (iOS tokens
 /// lowercase, keys canonical, wear keys dropped).
-public struct RegistrationRequest: Sendable, Equatable {
+public struct PushRegistrationRequest: Sendable, Equatable {
     public let namespace: String
-    public let platform: DevicePlatform
+    public let platform: PushDevicePlatform
     public let deviceId: String
     public let token: String
     public let pushKey: PushKey?
 
-    /// Validates typed input (the CLI's flags, a hub's own forms); throws a `RegistrationError`
+    /// Validates typed input (the CLI's flags, a hub's own forms); throws a `PushRegistrationError`
     /// naming every failing field at once, ours and the JavaScript hub's alike.
-    public init(namespace: String, platform: String, deviceId: String, token: String, pushKey: String?) throws(RegistrationError) {
+    public init(namespace: String, platform: String, deviceId: String, token: String, pushKey: String?) throws(PushRegistrationError) {
         var members: [(key: String, value: JSONValue)] = [("token", .string(token)), ("platform", .string(platform)), ("deviceId", .string(deviceId))]
         if let pushKey { members.append((key: "pushKey", value: .string(pushKey))) }
         self = try RegistrationValidation.register(namespace: namespace, body: .object(members), reportingEverything: true)
     }
 
-    init(namespace: String, platform: DevicePlatform, deviceId: String, token: String, pushKey: PushKey?) {
+    init(namespace: String, platform: PushDevicePlatform, deviceId: String, token: String, pushKey: PushKey?) {
         self.namespace = namespace
         self.platform = platform
         self.deviceId = deviceId
@@ -79,10 +79,10 @@ enum RegistrationValidation {
     /// Validates a register body. With `reportingEverything`, our stricter rules also speak
     /// about fields the first layer accepted while others failed (for typed input, where no
     /// JavaScript answer is to be matched).
-    static func register(namespace: String, body: JSONValue, reportingEverything: Bool = false) throws(RegistrationError)
-        -> RegistrationRequest
+    static func register(namespace: String, body: JSONValue, reportingEverything: Bool = false) throws(PushRegistrationError)
+        -> PushRegistrationRequest
     {
-        var issues = RegistrationError.FieldIssues()
+        var issues = PushRegistrationError.FieldIssues()
         guard case .object = body else {
             issues.addForm("Invalid input: expected object, received \(receivedName(body))")
             throw issues.error
@@ -97,8 +97,8 @@ enum RegistrationValidation {
             issues.add("token", expectedString(other))
             aborted = true
         }
-        var platform: DevicePlatform?
-        if case .string(let text)? = body["platform"], let known = DevicePlatform(exactly: text) {
+        var platform: PushDevicePlatform?
+        if case .string(let text)? = body["platform"], let known = PushDevicePlatform(exactly: text) {
             platform = known
         } else {
             issues.add("platform", platformMessage)
@@ -145,12 +145,12 @@ enum RegistrationValidation {
         }
         guard issues.isEmpty, let token, let platform, let deviceId else { throw issues.error }
         // Wear is reached by direct FCM only: a key it sends is ignored, never stored.
-        return RegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: platform == .wear ? nil : pushKey)
+        return PushRegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: platform == .wear ? nil : pushKey)
     }
 
     /// Validates an unregister body (`{"token": string of ≥ 1 unit}`, other keys ignored).
-    static func unregister(body: JSONValue) throws(RegistrationError) -> String {
-        var issues = RegistrationError.FieldIssues()
+    static func unregister(body: JSONValue) throws(PushRegistrationError) -> String {
+        var issues = PushRegistrationError.FieldIssues()
         guard case .object = body else {
             issues.addForm("Invalid input: expected object, received \(receivedName(body))")
             throw issues.error
@@ -167,7 +167,7 @@ enum RegistrationValidation {
     }
 
     /// Our token rules: iOS even-length hex (stored lowercase), FCM printable ASCII.
-    static func strictToken(_ text: String, platform: DevicePlatform, issues: inout RegistrationError.FieldIssues) -> String? {
+    static func strictToken(_ text: String, platform: PushDevicePlatform, issues: inout PushRegistrationError.FieldIssues) -> String? {
         let bytes = Array(text.utf8)
         switch platform {
         case .ios:
@@ -202,10 +202,10 @@ enum RegistrationValidation {
     }
 }
 
-extension DevicePlatform {
+extension PushDevicePlatform {
     /// The platform whose raw value is exactly `text` (byte for byte, case-sensitive).
     init?(exactly text: String) {
-        guard let platform = DevicePlatform.allCases.first(where: { $0.rawValue.utf8.elementsEqual(text.utf8) }) else { return nil }
+        guard let platform = PushDevicePlatform.allCases.first(where: { $0.rawValue.utf8.elementsEqual(text.utf8) }) else { return nil }
         self = platform
     }
 }

@@ -1,4 +1,4 @@
-extension NotificationPayload {
+extension PushNotificationPayload {
     /// The exact plaintext the JavaScript hub would seal: `JSON.stringify` of the fields
     /// sorted by UTF-16 code units.
     ///

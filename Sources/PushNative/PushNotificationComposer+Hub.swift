@@ -8,14 +8,14 @@ public import PushEnvelope
 /// Where the seed contract is newer it wins: a question tool's request becomes an
 /// `input-request` with the contract's wording (`pendingRequest(for:)`), not a permission
 /// request that shows its raw arguments.
-extension NotificationComposer {
+extension PushNotificationComposer {
     /// The agent finished its turn (R1.3): the newest agent text among the last 20 messages, with
     /// its `AGENT_NOTIFY_SUMMARY` footer when it has one with a summary (title `<agent> - <name>`,
     /// body the summary and `-> action`); else that text, cut to 280 UTF-16 units; else
     /// `Ready for input` / `<agent> is waiting in <name>`.
     ///
     /// - Parameter messages: the session's stored message contents (each row's `content`), oldest first.
-    public static func ready(for session: PushSession, messages: [JSONValue]) -> NotificationPayload {
+    public static func ready(for session: PushSession, messages: [JSONValue]) -> PushNotificationPayload {
         let agent = session.agentName
         let name = session.displayName
         var title = "Ready for input"
@@ -37,7 +37,7 @@ extension NotificationComposer {
                 body = HubText.readyTruncate(lastText, limit: 280)  // a footer without a summary stays in the text
             }
         }
-        return NotificationPayload(
+        return PushNotificationPayload(
             type: .ready, sessionId: session.id, sessionName: name, url: session.url, title: title, body: body, severity: .info,
             notifySummary: notifySummary)
     }
@@ -46,11 +46,11 @@ extension NotificationComposer {
     /// request is pending (a deliberate difference: the JavaScript hub then sends an empty
     /// "Permission Request"); an `input-request` when the first pending request is a question
     /// tool; else the JavaScript hub's `permission-request`.
-    public static func pendingRequest(for session: PushSession) -> NotificationPayload? {
+    public static func pendingRequest(for session: PushSession) -> PushNotificationPayload? {
         guard let first = session.pendingRequests.first else { return nil }
         if case .string(let tool)? = first.request["tool"], isQuestionTool(tool) {
             let name = session.displayName
-            return NotificationPayload(
+            return PushNotificationPayload(
                 type: .inputRequest, sessionId: session.id, sessionName: name, url: session.url, requestId: first.id.isEmpty ? nil : first.id,
                 title: "\(session.agentName) needs your input", body: questionBody(arguments: first.request["arguments"], sessionName: name),
                 severity: .info)
@@ -62,7 +62,7 @@ extension NotificationComposer {
     /// title `Permission Request`; body a glance line (`<agent> <tool>: <argument>`), a
     /// `Session: <name>` line when it adds something, and the tool's detail line. With no
     /// request pending, the empty notification the JavaScript hub sends (no `requestId`).
-    public static func permissionRequest(for session: PushSession) -> NotificationPayload {
+    public static func permissionRequest(for session: PushSession) -> PushNotificationPayload {
         let agent = session.agentName
         let name = session.displayName
         let first = session.pendingRequests.first
@@ -80,7 +80,7 @@ extension NotificationComposer {
         let detail = first == nil ? "" : ToolRequestPreview.detailed(tool: tool, arguments: arguments)
         if !detail.isEmpty { lines.append(detail) }
         let requestId = first.flatMap { $0.id.isEmpty ? nil : $0.id }  // only a truthy id is sent
-        return NotificationPayload(
+        return PushNotificationPayload(
             type: .permissionRequest, sessionId: session.id, sessionName: name, url: session.url, requestId: requestId,
             title: "Permission Request", body: lines.joined(separator: "\n"), severity: .warning)
     }
@@ -88,12 +88,12 @@ extension NotificationComposer {
     /// A task notification carried by a `message-received` content (R1.7, R1.8), or nil when
     /// the content holds none: `Task failed` (error) for a failed, error, killed or aborted
     /// status, else `Task completed` (success); body `<agent> · <name> · <summary>`.
-    public static func taskNotification(for session: PushSession, content: JSONValue) -> NotificationPayload? {
+    public static func taskNotification(for session: PushSession, content: JSONValue) -> PushNotificationPayload? {
         guard let task = HubMessageContent.taskNotification(in: content) else { return nil }
         let status = HubText.trim(task.status ?? "").lowercased()
         let failed = ["failed", "error", "killed", "aborted"].contains { HubText.same($0, status) }
         let name = session.displayName
-        return NotificationPayload(
+        return PushNotificationPayload(
             type: .taskNotification, sessionId: session.id, sessionName: name, url: session.url, title: failed ? "Task failed" : "Task completed",
             body: "\(session.agentName) · \(name) · \(HubText.readyTruncate(task.summary, limit: 280))", severity: failed ? .error : .success)
     }

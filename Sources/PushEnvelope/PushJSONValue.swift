@@ -10,7 +10,10 @@
 /// which is JavaScript's enumeration order for non-index keys (`Object.entries`, plain
 /// `JSON.stringify`). Each key appears once; if a list holds a key twice, the last value wins
 /// at the first position, as in `JSON.parse`. Equality ignores member order.
-public enum JSONValue: Sendable {
+///
+/// Public as `PushJSONValue` (a hub hands the composer its sessions and messages as JSON);
+/// inside the package it is usually called `JSONValue`.
+public enum PushJSONValue: Sendable {
     case null
     case bool(Bool)
     /// A whole number, written without a fraction.
@@ -22,6 +25,9 @@ public enum JSONValue: Sendable {
     /// The members in insertion order; see the type's documentation.
     case object([(key: String, value: JSONValue)])
 }
+
+/// The package's short name for `PushJSONValue`.
+public typealias JSONValue = PushJSONValue
 
 extension JSONValue {
     /// An object from a Swift dictionary (whose keys Swift has already compared with `==`), its

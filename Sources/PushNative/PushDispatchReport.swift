@@ -1,5 +1,5 @@
 /// What one dispatch did, device by device, and whether the hub should skip Web Push.
-public struct DispatchReport: Sendable, CustomStringConvertible {
+public struct PushDispatchReport: Sendable, CustomStringConvertible {
     /// One device's fate.
     public struct Delivery: Sendable, Hashable {
         public enum Outcome: String, Sendable, Hashable {
@@ -8,7 +8,7 @@ public struct DispatchReport: Sendable, CustomStringConvertible {
             case skipped
         }
 
-        public var platform: DevicePlatform
+        public var platform: PushDevicePlatform
         public var deviceId: String
         /// First 12 hex digits of the token's SHA-256.
         public var tokenHash: String
@@ -21,7 +21,7 @@ public struct DispatchReport: Sendable, CustomStringConvertible {
         /// The registration was removed after an explicit token death.
         public var pruned: Bool
         /// Which rung of the size ladder was sent (nil when nothing was sent).
-        public var payload: PayloadFitter.Level?
+        public var payload: PushPayloadLevel?
     }
 
     public var deliveries: [Delivery]
@@ -33,7 +33,7 @@ public struct DispatchReport: Sendable, CustomStringConvertible {
     public func count(_ outcome: Delivery.Outcome) -> Int { deliveries.filter { $0.outcome == outcome }.count }
 
     public var description: String {
-        "DispatchReport(devices: \(deliveries.count), sent: \(count(.sent)), invalid: \(count(.invalid)), failed: \(count(.failed)), skipped: \(count(.skipped)), suppressWebPush: \(suppressWebPush))"
+        "PushDispatchReport(devices: \(deliveries.count), sent: \(count(.sent)), invalid: \(count(.invalid)), failed: \(count(.failed)), skipped: \(count(.skipped)), suppressWebPush: \(suppressWebPush))"
     }
 
     /// The `hapi-push send --json` object.

@@ -7,7 +7,7 @@ import Glibc
 /// total deadline. An answer that says the token is dead or the request is malformed is never
 /// retried. (Independently of this policy, `ExpiredProviderToken` and a refused HTTP/2 stream
 /// are each retried once, because they say the push was not processed.)
-public struct RetryPolicy: Sendable {
+public struct PushRetryPolicy: Sendable {
     /// Attempts in all; 1 means no retries.
     public var maximumAttempts: Int
     public var initialBackoff: Duration
@@ -25,7 +25,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// No retries (the default).
-    public static let none = RetryPolicy(maximumAttempts: 1)
+    public static let none = PushRetryPolicy(maximumAttempts: 1)
 
     /// The wait before attempt `attempt + 1` (attempt counts from 1), or nil to stop.
     /// `retryAfter` (seconds from the server) wins over the computed backoff when longer.
