@@ -3,17 +3,17 @@
 /// Our own, so hostile input meets one well-understood code path: a nesting limit instead of
 /// unbounded recursion, typed errors with a byte offset, and JavaScript's `JSON.parse` rules for
 /// keys (compared exactly; a repeated key keeps its first position and takes the last value).
-public struct JSONParser {
+package struct JSONParser {
     /// Deepest nesting accepted; deeper input is rejected instead of exhausting the stack.
-    public static let maximumDepth = 256
+    package static let maximumDepth = 256
 
     /// Parses one JSON text (surrounding whitespace allowed, nothing else).
-    public static func parse(_ text: String) throws(PushJSONParseError) -> JSONValue {
+    package static func parse(_ text: String) throws(PushJSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 
     /// Parses one JSON text from UTF-8 bytes (a leading BOM is not accepted, as in RFC 8259).
-    public static func parse(_ bytes: [UInt8]) throws(PushJSONParseError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(PushJSONParseError) -> JSONValue {
         try parse(bytes, replacingLoneSurrogates: false)
     }
 

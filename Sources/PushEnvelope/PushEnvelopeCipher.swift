@@ -43,7 +43,7 @@ public enum PushEnvelopeCipher {
 
     /// Seals with a caller-chosen nonce. Only for test vectors: reusing a nonce under one key
     /// breaks AES-GCM's confidentiality and authenticity. Production code uses `seal(_:key:)`.
-    public static func seal(_ plaintext: [UInt8], key: PushKey, testVectorNonce nonce: [UInt8]) throws(PushEnvelopeError) -> String {
+    package static func seal(_ plaintext: [UInt8], key: PushKey, testVectorNonce nonce: [UInt8]) throws(PushEnvelopeError) -> String {
         try sealBytes(plaintext, key: key, nonce: nonce)
     }
 

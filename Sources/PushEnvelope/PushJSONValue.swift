@@ -12,7 +12,7 @@
 /// at the first position, as in `JSON.parse`. Equality ignores member order.
 ///
 /// Public as `PushJSONValue` (a hub hands the composer its sessions and messages as JSON);
-/// inside the package it is usually called `JSONValue`.
+/// inside the package it is usually called `PushJSONValue`.
 public enum PushJSONValue: Sendable {
     case null
     case bool(Bool)
@@ -21,18 +21,31 @@ public enum PushJSONValue: Sendable {
     /// Any other number, written as JavaScript's `Number.prototype.toString` would.
     case double(Double)
     case string(String)
-    case array([JSONValue])
+    case array([PushJSONValue])
     /// The members in insertion order; see the type's documentation.
-    case object([(key: String, value: JSONValue)])
+    case object([(key: String, value: PushJSONValue)])
 }
 
 /// The package's short name for `PushJSONValue`.
-public typealias JSONValue = PushJSONValue
+package typealias JSONValue = PushJSONValue
 
-extension JSONValue {
+extension PushJSONValue {
+    /// Parses JSON text strictly (RFC 8259; nesting up to 256 levels; strings valid UTF-8), as
+    /// a hub reads the sessions and messages it stored.
+    public init(parsing bytes: [UInt8]) throws(PushJSONParseError) {
+        self = try JSONParser.parse(bytes)
+    }
+
+    /// Parses JSON text strictly; see `init(parsing:)` for bytes.
+    public init(parsing text: String) throws(PushJSONParseError) {
+        self = try JSONParser.parse(text)
+    }
+}
+
+extension PushJSONValue {
     /// An object from a Swift dictionary (whose keys Swift has already compared with `==`), its
     /// members in code-unit order so the result does not depend on hashing.
-    public static func object(_ members: [String: JSONValue]) -> JSONValue {
+    public static func object(_ members: [String: PushJSONValue]) -> PushJSONValue {
         .object(members.map { (key: $0.key, value: $0.value) }.sorted { JSONKey.codeUnitOrder($0.key, $1.key) })
     }
 
@@ -43,13 +56,13 @@ extension JSONValue {
     }
 
     /// The members, in insertion order, when this is an object, otherwise nil.
-    public var objectValue: [(key: String, value: JSONValue)]? {
+    public var objectValue: [(key: String, value: PushJSONValue)]? {
         if case .object(let o) = self { return o }
         return nil
     }
 
     /// The elements when this is an array, otherwise nil.
-    public var arrayValue: [JSONValue]? {
+    public var arrayValue: [PushJSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
@@ -69,22 +82,22 @@ extension JSONValue {
     /// The member whose key is exactly `key`, scalar for scalar, as JavaScript looks it up (Swift's
     /// `==` would also match a canonically equivalent key such as one with a Kelvin sign). When a
     /// list holds the key twice, the last value.
-    public subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> PushJSONValue? {
         guard case .object(let members) = self else { return nil }
-        var found: JSONValue?
+        var found: PushJSONValue?
         for member in members where JSONKey.same(member.key, key) { found = member.value }
         return found
     }
 
     /// Whether JavaScript holds `value` exactly (|value| ≤ 2^53).
-    public static func isSafeInteger(_ value: Int64) -> Bool {
+    package static func isSafeInteger(_ value: Int64) -> Bool {
         value.magnitude <= 1 << 53
     }
 }
 
-extension JSONValue: Hashable {
+extension PushJSONValue: Hashable {
     /// Objects are equal when they hold the same keys (exactly) with equal values, in any order.
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    public static func == (lhs: PushJSONValue, rhs: PushJSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case (.bool(let a), .bool(let b)): return a == b
@@ -129,17 +142,17 @@ extension JSONValue: Hashable {
     }
 }
 
-extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+extension PushJSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
 {
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int64) { self = .integer(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(arrayLiteral elements: PushJSONValue...) { self = .array(elements) }
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(nilLiteral: ()) { self = .null }
     /// The members in the literal's order (a repeated key keeps its first position, last value).
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    public init(dictionaryLiteral elements: (String, PushJSONValue)...) {
         self = .object(JSONKey.unique(elements.map { (key: $0.0, value: $0.1) }))
     }
 }
@@ -159,9 +172,9 @@ package enum JSONKey {
     }
 
     /// Members with each key once: a repeated key keeps its first position and its last value.
-    static func unique(_ members: [(key: String, value: JSONValue)]) -> [(key: String, value: JSONValue)] {
+    static func unique(_ members: [(key: String, value: PushJSONValue)]) -> [(key: String, value: PushJSONValue)] {
         guard members.count > 1 else { return members }
-        var result: [(key: String, value: JSONValue)] = []
+        var result: [(key: String, value: PushJSONValue)] = []
         result.reserveCapacity(members.count)
         var index = ExactKeyIndex()
         for member in members {
@@ -226,10 +239,10 @@ package enum JSONKey {
 
     /// The members in JavaScript's enumeration order: array-index keys ascending, then the rest
     /// as given. `Object.entries`, `Object.keys` and `JSON.stringify` all use this order.
-    package static func enumerationOrder(_ members: [(key: String, value: JSONValue)]) -> [(key: String, value: JSONValue)] {
+    package static func enumerationOrder(_ members: [(key: String, value: PushJSONValue)]) -> [(key: String, value: PushJSONValue)] {
         let unique = unique(members)
-        var indexed: [(index: UInt32, member: (key: String, value: JSONValue))] = []
-        var named: [(key: String, value: JSONValue)] = []
+        var indexed: [(index: UInt32, member: (key: String, value: PushJSONValue))] = []
+        var named: [(key: String, value: PushJSONValue)] = []
         for member in unique {
             if let index = arrayIndex(member.key) { indexed.append((index, member)) } else { named.append(member) }
         }
@@ -251,7 +264,7 @@ struct ExactKeyIndex {
     }
 
     /// The position of `key` in `members`, compared exactly.
-    mutating func position(of key: String, in members: [(key: String, value: JSONValue)]) -> Int? {
+    mutating func position(of key: String, in members: [(key: String, value: PushJSONValue)]) -> Int? {
         if table == nil, members.count >= ExactKeyIndex.threshold {
             var built: [String: Int] = [:]
             for (position, member) in members.enumerated() where built[member.key] == nil { built[member.key] = position }

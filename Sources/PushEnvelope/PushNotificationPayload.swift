@@ -59,13 +59,13 @@ public struct PushNotificationPayload: Sendable, Hashable {
 
     /// The payload as a JSON object, members in the JavaScript hub's insertion order (see
     /// `members`); its canonical form sorts them.
-    public var jsonValue: JSONValue {
+    public var jsonValue: PushJSONValue {
         .object(members.map { (key: $0.0, value: .string($0.1)) })
     }
 
     /// Reads a payload as a device does after decrypting: the five required fields must be
     /// strings, optional fields must be strings when present, unknown keys are ignored.
-    public init(jsonObject value: JSONValue) throws(PushEnvelopeError) {
+    public init(jsonObject value: PushJSONValue) throws(PushEnvelopeError) {
         guard value.objectValue != nil else { throw PushEnvelopeError.malformedPayload }
         let object = value  // exact, byte-for-byte member lookup
         func required(_ key: String) throws(PushEnvelopeError) -> String {

@@ -1,3 +1,6 @@
+public import PushEnvelope
+public import DeviceRegistry
+public import PushTransports
 import PushHTTP
 import Foundation
 
@@ -16,7 +19,7 @@ import Foundation
 public final class NativePush: Sendable {
     public let configuration: PushConfiguration
     public let registry: PushDeviceRegistry
-    public let dispatcher: PushDispatcher
+    package let dispatcher: PushDispatcher
     private let client: HTTPClient
 
     /// Reads the configuration (environment > `settings.json` > defaults), opens the registry

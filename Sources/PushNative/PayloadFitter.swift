@@ -1,24 +1,26 @@
+package import PushEnvelope
+
 /// Fits a payload under a size limit without ever truncating ciphertext, ids or action
 /// identifiers: the full payload, else without `notifySummary`, else the minimal
 /// `HAPI / New activity` notification keeping `type`, `sessionId`, `requestId` and
 /// `contractVersion`. Sizes are computed before sealing (the envelope length follows from the
 /// plaintext length), never by trial encryption.
-public enum PayloadFitter {
-    public typealias Level = PushPayloadLevel
+package enum PayloadFitter {
+    package typealias Level = PushPayloadLevel
 
     /// The encrypted paths (relay, APNs): the envelope's base64 length.
-    public static let envelopeLimit = PushEnvelopeCipher.maximumEnvelopeLength
+    package static let envelopeLimit = PushEnvelopeCipher.maximumEnvelopeLength
     /// Direct FCM: the data message limit, measured as the canonical JSON of the data.
-    public static let fcmDataLimit = 4096
+    package static let fcmDataLimit = 4096
 
     /// The first rung whose sealed envelope fits in `envelopeLimit` bytes; nil when even the
     /// minimal notification does not.
-    public static func fitEnvelope(_ payload: PushNotificationPayload, limit: Int = envelopeLimit) -> (PushNotificationPayload, Level)? {
+    package static func fitEnvelope(_ payload: PushNotificationPayload, limit: Int = envelopeLimit) -> (PushNotificationPayload, Level)? {
         fit(payload) { PushEnvelopeCipher.sealedLength(plaintextCount: $0.canonicalJSON.count) <= limit }
     }
 
     /// The first rung whose FCM data fits in `limit` bytes.
-    public static func fitFCMData(_ payload: PushNotificationPayload, limit: Int = fcmDataLimit) -> (PushNotificationPayload, Level)? {
+    package static func fitFCMData(_ payload: PushNotificationPayload, limit: Int = fcmDataLimit) -> (PushNotificationPayload, Level)? {
         fit(payload) { $0.canonicalJSON.count <= limit }
     }
 
@@ -34,7 +36,7 @@ public enum PayloadFitter {
     }
 
     /// The last rung: generic text, the routing ids kept.
-    public static func minimal(_ payload: PushNotificationPayload) -> PushNotificationPayload {
+    package static func minimal(_ payload: PushNotificationPayload) -> PushNotificationPayload {
         PushNotificationPayload(
             type: payload.type, sessionId: payload.sessionId, requestId: payload.requestId, title: "HAPI", body: "New activity",
             contractVersion: payload.contractVersion)

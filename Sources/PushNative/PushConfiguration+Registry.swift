@@ -1,3 +1,6 @@
+public import DeviceRegistry
+import DeviceRegistryPostgres
+
 extension PushConfiguration.RegistryStore {
     /// Opens the registry this configuration names (`HAPI_PUSH_DATABASE_URL`, else SQLite in
     /// the data directory). The calling task suspends while the store opens on threads of its

@@ -150,7 +150,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// The `hapi-push config --json` object.
-    public var jsonValue: JSONValue {
+    public var jsonValue: PushJSONValue {
         var settingsObject: [String: JSONValue] = [:]
         for setting in PushSetting.all {
             guard let resolved = settings[setting.settingsKey] else { continue }

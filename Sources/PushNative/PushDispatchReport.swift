@@ -1,3 +1,6 @@
+public import DeviceRegistry
+public import PushEnvelope
+
 /// What one dispatch did, device by device, and whether the hub should skip Web Push.
 public struct PushDispatchReport: Sendable, CustomStringConvertible {
     /// One device's fate.
@@ -37,7 +40,7 @@ public struct PushDispatchReport: Sendable, CustomStringConvertible {
     }
 
     /// The `hapi-push send --json` object.
-    public var jsonValue: JSONValue {
+    public var jsonValue: PushJSONValue {
         .object([
             "suppressWebPush": .bool(suppressWebPush),
             "totals": .object([

@@ -1,18 +1,22 @@
+package import DeviceRegistry
+package import PushEnvelope
+package import PushTransports
+
 /// Sends one notification to every registered native device of a namespace and reports what
 /// happened, pruning tokens the provider declared dead.
 ///
 /// A dispatch never throws for a device-level problem: those are per-device outcomes. It
 /// throws only when the registry itself cannot be read.
-public struct PushDispatcher: Sendable {
+package struct PushDispatcher: Sendable {
     /// How iPhones are reached.
-    public enum IOSChannel: Sendable {
+    package enum IOSChannel: Sendable {
         /// The relay or direct APNs: always an envelope under the device's key.
         case encrypted(any PushTransport)
         case off(reason: String)
     }
 
     /// How Android phones and watches are reached.
-    public enum AndroidChannel: Sendable {
+    package enum AndroidChannel: Sendable {
         /// Direct FCM: the payload as plaintext data, phones and watches alike.
         case plaintext(any PushTransport)
         /// The relay: an envelope, for phones that registered a key; watches are not reachable.
@@ -20,11 +24,11 @@ public struct PushDispatcher: Sendable {
         case off(reason: String)
     }
 
-    public let store: any PushDeviceStore
-    public let ios: IOSChannel
-    public let android: AndroidChannel
+    package let store: any PushDeviceStore
+    package let ios: IOSChannel
+    package let android: AndroidChannel
 
-    public init(store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel) {
+    package init(store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel) {
         self.store = store
         self.ios = ios
         self.android = android
@@ -64,7 +68,7 @@ public struct PushDispatcher: Sendable {
     static let window = 2048
 
     /// Sends `payload` to every device of `namespace`.
-    public func dispatch(_ payload: PushNotificationPayload, namespace: String) async throws -> PushDispatchReport {
+    package func dispatch(_ payload: PushNotificationPayload, namespace: String) async throws -> PushDispatchReport {
         let devices = try await store.devices(namespace: namespace)
         let fitted = Fitted(payload)
         let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"

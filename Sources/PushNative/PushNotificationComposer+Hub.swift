@@ -15,7 +15,7 @@ extension PushNotificationComposer {
     /// `Ready for input` / `<agent> is waiting in <name>`.
     ///
     /// - Parameter messages: the session's stored message contents (each row's `content`), oldest first.
-    public static func ready(for session: PushSession, messages: [JSONValue]) -> PushNotificationPayload {
+    public static func ready(for session: PushSession, messages: [PushJSONValue]) -> PushNotificationPayload {
         let agent = session.agentName
         let name = session.displayName
         var title = "Ready for input"
@@ -88,7 +88,7 @@ extension PushNotificationComposer {
     /// A task notification carried by a `message-received` content (R1.7, R1.8), or nil when
     /// the content holds none: `Task failed` (error) for a failed, error, killed or aborted
     /// status, else `Task completed` (success); body `<agent> · <name> · <summary>`.
-    public static func taskNotification(for session: PushSession, content: JSONValue) -> PushNotificationPayload? {
+    public static func taskNotification(for session: PushSession, content: PushJSONValue) -> PushNotificationPayload? {
         guard let task = HubMessageContent.taskNotification(in: content) else { return nil }
         let status = HubText.trim(task.status ?? "").lowercased()
         let failed = ["failed", "error", "killed", "aborted"].contains { HubText.same($0, status) }
@@ -99,7 +99,7 @@ extension PushNotificationComposer {
     }
 
     /// Whether a `message-received` content is a ready event (§4.1), which schedules a ready push.
-    public static func isReadyEvent(_ content: JSONValue) -> Bool {
+    public static func isReadyEvent(_ content: PushJSONValue) -> Bool {
         HubMessageContent.isReadyEvent(content)
     }
 }

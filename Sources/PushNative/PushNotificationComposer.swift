@@ -1,3 +1,5 @@
+public import PushEnvelope
+
 /// Builds the contract's data payload from what happened in a session, exactly as every native
 /// client expects it: types, titles, severities, the deep link, the `agent - project` name,
 /// the question preview and the `AGENT_NOTIFY_SUMMARY`.
@@ -81,7 +83,7 @@ public enum PushNotificationComposer {
     /// `+N more question(s)`, then the session name, one per line, whitespace flattened within
     /// each line; at most 280 Unicode scalars in all and 80 for the session name, cut only
     /// between grapheme clusters. No options, prefilled answers, ids or raw arguments.
-    public static func inputRequest(_ session: Session, requestId: String?, toolName: String, arguments: JSONValue?)
+    public static func inputRequest(_ session: Session, requestId: String?, toolName: String, arguments: PushJSONValue?)
         -> PushNotificationPayload?
     {
         guard isQuestionTool(toolName) else { return nil }
@@ -125,7 +127,7 @@ public enum PushNotificationComposer {
     // MARK: - Text
 
     /// Collapses every run of whitespace (newlines included) to one space and trims the ends.
-    public static func flatten(_ text: String) -> String {
+    package static func flatten(_ text: String) -> String {
         var result = ""
         var pendingSpace = false
         for character in text {
@@ -143,7 +145,7 @@ public enum PushNotificationComposer {
     /// At most `maximumScalars` Unicode scalars, ending in `…` when cut, and cut only between
     /// grapheme clusters: an emoji, a flag or a letter with its combining marks is kept whole
     /// or dropped whole.
-    public static func truncate(_ text: String, maximumScalars: Int) -> String {
+    package static func truncate(_ text: String, maximumScalars: Int) -> String {
         guard text.unicodeScalars.count > maximumScalars else { return text }
         guard maximumScalars > 0 else { return "" }
         var result = ""

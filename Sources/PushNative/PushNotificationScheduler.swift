@@ -20,7 +20,7 @@ public import PushEnvelope
 /// The clock is injected so the timing is tested without sleeping.
 public actor PushNotificationScheduler<C: Clock> where C.Duration == Duration {
     public typealias SessionReader = @Sendable (_ sessionId: String) async -> PushSession?
-    public typealias MessageReader = @Sendable (_ sessionId: String) async -> [JSONValue]
+    public typealias MessageReader = @Sendable (_ sessionId: String) async -> [PushJSONValue]
     public typealias Delivery = @Sendable (_ payload: PushNotificationPayload) async -> Void
 
     public nonisolated let permissionDebounce: Duration
@@ -76,7 +76,7 @@ public actor PushNotificationScheduler<C: Clock> where C.Duration == Duration {
 
     /// A message arrived (`message-received`): a ready event schedules a ready push (subject to
     /// the cooldown); a task notification in it is sent at once. Both need an active session.
-    public func messageReceived(sessionId: String, content: JSONValue) async {
+    public func messageReceived(sessionId: String, content: PushJSONValue) async {
         if PushNotificationComposer.isReadyEvent(content) { await ready(sessionId) }
         guard HubMessageContent.taskNotification(in: content) != nil else { return }
         guard let session = await readSession(sessionId), session.active,

@@ -9,14 +9,14 @@ import PushSync
 /// the directory), owner-only (file 0600, directory 0700), and serialized in-process by a mutex
 /// and across processes by `flock` on `settings.json.lock`. A file that does not parse is never
 /// overwritten. Keys this library does not know are kept as they are.
-public struct SettingsFile: Sendable {
-    public let path: String
+package struct SettingsFile: Sendable {
+    package let path: String
 
-    public init(directory: String) {
+    package init(directory: String) {
         path = HubDataDirectory.join(directory, "settings.json")
     }
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
@@ -25,7 +25,7 @@ public struct SettingsFile: Sendable {
 
     /// The file's top-level members, in the file's order (keys compared exactly, never merged);
     /// empty when the file does not exist.
-    public func read() throws(PushSettingsFileError) -> [(key: String, value: JSONValue)] {
+    package func read() throws(PushSettingsFileError) -> [(key: String, value: JSONValue)] {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw PushSettingsFileError.unreadable.with("cannot read \(path): give the hub's user read access, or remove it")
@@ -50,7 +50,7 @@ public struct SettingsFile: Sendable {
     /// keys written (none when all were present). Reads and writes under the lock, so two
     /// writers never lose each other's keys.
     @discardableResult
-    public func addMissing(_ values: [String: String]) throws(PushSettingsFileError) -> [String] {
+    package func addMissing(_ values: [String: String]) throws(PushSettingsFileError) -> [String] {
         guard !values.isEmpty else { return [] }
         return try SettingsFile.inProcess.withLock { _ throws(PushSettingsFileError) -> [String] in
             try withFileLock { () throws(PushSettingsFileError) -> [String] in
@@ -176,7 +176,7 @@ public struct SettingsFile: Sendable {
 
     /// For crash-consistency tests only: runs between the fsync of the temporary file and the
     /// rename, so a test child can kill itself at exactly that point. Nil in production.
-    public static func _setBeforeRenameHookForTesting(_ hook: (@Sendable () -> Void)?) {
+    package static func _setBeforeRenameHookForTesting(_ hook: (@Sendable () -> Void)?) {
         beforeRenameHook.withLock { $0 = Hook(run: hook) }
     }
 }

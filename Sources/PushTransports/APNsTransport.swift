@@ -4,11 +4,11 @@ import PushEnvelope
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
 /// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
 /// long-lived multiplexed connection to the endpoint and one provider token.
-public struct APNsTransport: PushTransport {
-    public var name: String { "apns" }
-    public let endpoint: String
-    public let bundleId: String
-    public let providerToken: APNsProviderToken
+package struct APNsTransport: PushTransport {
+    package var name: String { "apns" }
+    package let endpoint: String
+    package let bundleId: String
+    package let providerToken: APNsProviderToken
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
@@ -25,7 +25,7 @@ public struct APNsTransport: PushTransport {
         self.concurrency = concurrency
     }
 
-    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
         // One token for the whole batch; minting failures fail the batch once.
         let token: String
         do {
@@ -106,7 +106,7 @@ public struct APNsTransport: PushTransport {
     }
 
     /// At most 64 UTF-8 bytes, cut only between characters.
-    public static func collapseId(_ value: String) -> String {
+    package static func collapseId(_ value: String) -> String {
         guard value.utf8.count > 64 else { return value }
         var result = ""
         var bytes = 0
@@ -133,7 +133,7 @@ public struct APNsTransport: PushTransport {
     /// a 410 without one of those reasons is not proof of a dead token. Everything else → failed with Apple's reason; 429 `TooManyRequests`, 500 and
     /// 503 may be retried by a policy, `TooManyProviderTokenUpdates` never (we keep the token
     /// and back off; minting again would make it worse).
-    public static func classify(status: Int, body: [UInt8]) -> Classification {
+    package static func classify(status: Int, body: [UInt8]) -> Classification {
         let reason = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.excerpt)
         switch (status, reason) {
         case (200...299, _):

@@ -1,13 +1,13 @@
 package import PushHTTP
-public import PushEnvelope
+package import PushEnvelope
 
 /// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
 /// contract's payload in plaintext (the private direct path), to phones and watches.
-public struct FCMTransport: PushTransport {
-    public var name: String { "fcm" }
-    public let endpoint: String
-    public let projectId: String
-    public let accessTokens: FCMAccessTokenProvider
+package struct FCMTransport: PushTransport {
+    package var name: String { "fcm" }
+    package let endpoint: String
+    package let projectId: String
+    package let accessTokens: FCMAccessTokenProvider
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
@@ -25,7 +25,7 @@ public struct FCMTransport: PushTransport {
         self.concurrency = concurrency
     }
 
-    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
         guard !deliveries.isEmpty else { return [] }
         // One exchange for the batch: if Google refuses the service account, every device of
         // the batch fails with that one reason, and the exchange is not repeated per device.
@@ -72,7 +72,7 @@ public struct FCMTransport: PushTransport {
     /// Wear adds `direct_boot_ok`, so a watch that rebooted can still show it. Written in the
     /// JavaScript hub's byte order: `message` as `token`, `data`, `android`; `data` in the
     /// payload's insertion order (`PushNotificationPayload.jsonValue`).
-    public static func body(token: String, payload: PushNotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
+    package static func body(token: String, payload: PushNotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
         var android: [(key: String, value: JSONValue)] = [(key: "priority", value: .string(priority == .high ? "HIGH" : "NORMAL"))]
         if target == .wear { android.append((key: "direct_boot_ok", value: true)) }
         let message: JSONValue = ["message": ["token": .string(token), "data": payload.jsonValue, "android": .object(android)]]
@@ -84,7 +84,7 @@ public struct FCMTransport: PushTransport {
     /// "not a valid FCM registration token"). Any other `INVALID_ARGUMENT` is about our message:
     /// failed. A generic 404 (wrong project), 401/403, 429, 5xx → failed; 429, 500 and 503
     /// (`UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`) may be retried by a policy.
-    public static func classify(status: Int, body: [UInt8]) -> Classification {
+    package static func classify(status: Int, body: [UInt8]) -> Classification {
         let error = ProviderCall.jsonObject(body)?["error"]
         let googleStatus = error?["status"]?.stringValue
         let message = error?["message"]?.stringValue ?? ""

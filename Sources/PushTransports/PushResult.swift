@@ -11,24 +11,24 @@ public enum PushDeliveryOutcome: String, Sendable, Hashable {
 }
 
 /// The per-device answer of a transport.
-public struct PushResult: Sendable, Equatable {
-    public var outcome: PushDeliveryOutcome
+package struct PushResult: Sendable, Equatable {
+    package var outcome: PushDeliveryOutcome
     /// Why: the provider's reason or code (`BadDeviceToken`, `UNREGISTERED`, `rate_limited`),
     /// a network error (`timeout`), or ours (`too_large`). Nil when sent with nothing to say.
-    public var reason: String?
+    package var reason: String?
     /// The HTTP status of the last answer, nil when none arrived.
-    public var status: Int?
+    package var status: Int?
     /// Wall time from first byte sent to classification, retries included.
-    public var latency: Duration
+    package var latency: Duration
     /// APNs' `apns-id` of an accepted push.
-    public var apnsId: String?
+    package var apnsId: String?
     /// For APNs 410: when Apple says the token stopped being valid (ms since 1970). A
     /// registration refreshed after that moment is not pruned.
-    public var invalidSince: Int64?
+    package var invalidSince: Int64?
     /// How many HTTP attempts were made (1 without retries).
-    public var attempts: Int
+    package var attempts: Int
 
-    public init(
+    package init(
         outcome: PushDeliveryOutcome, reason: String? = nil, status: Int? = nil, latency: Duration = .zero, apnsId: String? = nil,
         invalidSince: Int64? = nil, attempts: Int = 1
     ) {
@@ -49,14 +49,14 @@ public struct PushResult: Sendable, Equatable {
 
 /// A classified answer before timing is attached: the pure part, shared by the transports,
 /// their tests and the fuzz targets.
-public struct Classification: Sendable, Equatable {
-    public var outcome: PushDeliveryOutcome
-    public var reason: String?
+package struct Classification: Sendable, Equatable {
+    package var outcome: PushDeliveryOutcome
+    package var reason: String?
     /// Whether a retry policy may try again (429, 5xx, UNAVAILABLE): never for a dead token
     /// or a malformed request.
-    public var retryable: Bool
+    package var retryable: Bool
 
-    public init(outcome: PushDeliveryOutcome, reason: String?, retryable: Bool = false) {
+    package init(outcome: PushDeliveryOutcome, reason: String?, retryable: Bool = false) {
         self.outcome = outcome
         self.reason = reason
         self.retryable = retryable

@@ -4,10 +4,10 @@ import PushEnvelope
 /// The official (or a self-hosted) push relay: `POST {relayUrl}/v1/push` with the encrypted
 /// envelope. Serves iOS and Android phones; the relay holds the provider credentials and sees
 /// only ciphertext.
-public struct RelayTransport: PushTransport {
-    public var name: String { "relay" }
+package struct RelayTransport: PushTransport {
+    package var name: String { "relay" }
     /// The relay base URL without trailing slashes.
-    public let baseURL: String
+    package let baseURL: String
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
@@ -27,7 +27,7 @@ public struct RelayTransport: PushTransport {
         self.concurrency = concurrency
     }
 
-    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
         let url = baseURL + "/v1/push"
         let headers: HTTPHeaders = ["content-type": "application/json"]
         return await inChunks(deliveries, concurrency: concurrency) { [call, logger, name] chunk in
@@ -81,7 +81,7 @@ public struct RelayTransport: PushTransport {
     /// 2xx → sent; 410 with code `unregistered` → invalid; everything else → failed, keeping
     /// the relay's `code` and message. A 410 without that code (a proxy's "Gone", say) is not
     /// proof of a dead token: failed. 429 and 5xx (but 501) may be retried by a policy.
-    public static func classify(status: Int, body: [UInt8]) -> Classification {
+    package static func classify(status: Int, body: [UInt8]) -> Classification {
         let object = ProviderCall.jsonObject(body)
         let code = object?["code"]?.stringValue
         let message = object?["message"]?.stringValue ?? object?["error"]?.stringValue

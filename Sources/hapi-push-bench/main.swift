@@ -4,6 +4,7 @@ import CHapiSQLite
 import Foundation
 import PushLoopbackServer
 import PushHTTP
+import PushEnvelope
 import PushNative
 import PushRelay
 import PushTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PushLoopbackServer
+import PushEnvelope
 import PushNative
 import PushSync
 import PushTestSupport

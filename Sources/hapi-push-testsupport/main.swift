@@ -1,5 +1,6 @@
 import CHapiSQLite
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// Child processes for the test suite: a second writer on the same SQLite file, and a writer

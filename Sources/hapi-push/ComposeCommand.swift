@@ -1,3 +1,4 @@
+import PushEnvelope
 import PushNative
 
 /// `hapi-push compose --event FILE|-`: what the hub would seal for an iOS device after one

@@ -1,5 +1,6 @@
 import Foundation
 import PushLoopbackServer
+import PushEnvelope
 import PushNative
 import PushTestSupport
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// `hapi-push devices register|unregister|list`: the registry by hand. Never prints a push

@@ -1,4 +1,5 @@
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// `hapi-push envelope seal|open`: the envelope by hand, for checking interop with a device.

@@ -1,4 +1,5 @@
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// `hapi-push send`: one dispatch with the configured transports, as the hub would do it.

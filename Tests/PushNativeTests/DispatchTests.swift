@@ -3,6 +3,9 @@ import PushLoopbackServer
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A hub wired to loopback stand-ins, with an SQLite registry on a real file.

@@ -1,5 +1,8 @@
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// js-hub-behaviour.md §1 and §2: every verified example of the JavaScript hub's notification

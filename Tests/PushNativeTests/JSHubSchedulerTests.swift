@@ -1,6 +1,9 @@
 import PushSync
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A clock that moves only when told to: sleepers whose deadline is reached wake on `advance`.

@@ -1,5 +1,7 @@
 import Testing
 
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 @testable import PushTransports
 

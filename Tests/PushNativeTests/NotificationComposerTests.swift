@@ -1,5 +1,8 @@
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 @Suite struct NotificationComposerTests {

@@ -3,6 +3,9 @@ import PushLoopbackServer
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A hub pointed at PostgreSQL with `HAPI_PUSH_DATABASE_URL`: selection, redaction, and a

@@ -21,7 +21,7 @@ func handleAgentReady(body: [UInt8]) async throws {
 /// message events; it composes and delivers when the JavaScript hub would.
 func makeScheduler(
     push: NativePush, namespace: String, session: @escaping @Sendable (String) async -> PushSession?,
-    recentMessages: @escaping @Sendable (String) async -> [JSONValue]
+    recentMessages: @escaping @Sendable (String) async -> [PushJSONValue]
 ) -> PushNotificationScheduler<ContinuousClock> {
     PushNotificationScheduler(session: session, recentMessages: recentMessages) { payload in
         let report = try? await push.dispatch(payload, namespace: namespace)

@@ -5,6 +5,9 @@ import PushTestSupport
 import Testing
 
 import PushHTTP
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 // No secret ever reaches a log line, a report, the CLI's output or a description: device tokens,

@@ -3,6 +3,7 @@ import Glibc
 import PushEnvelope
 import PushHTTP
 import PushLoopbackServer
+import DeviceRegistry
 import PushNative
 import PushSync
 import PushTestSupport
