@@ -79,6 +79,12 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Queues `body` without waiting for it: it runs on a worker with the worker's resource, or
+    /// with nil if no worker can ever run it. For callers that resume their own waiters.
+    package func post(_ body: @escaping @Sendable (UnsafeMutablePointer<Resource>?) -> Void) {
+        enqueue(body)
+    }
+
     private func enqueue(_ job: @escaping Job) {
         pthread_mutex_lock(mutex)
         guard state.running > 0, !state.stopping else {

@@ -46,6 +46,37 @@ import Testing
         #expect(columns == ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"])
     }
 
+    @Test func concurrentRegistrationsCommitTogetherAndOneFailureTakesNoOtherWithIt() async throws {
+        let dir = TemporaryDirectory()
+        let store = try SQLiteDeviceStore(directory: dir.path)
+        do {
+            // A row the database itself refuses, to fail one registration inside a shared transaction.
+            let side = try SQLiteConnection(path: dir.file(SQLiteDeviceStore.defaultFileName), busyTimeoutMilliseconds: 5000)
+            try side.execute(
+                "CREATE TRIGGER poison BEFORE INSERT ON fcm_devices WHEN NEW.device_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END")
+        }
+        let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+            for index in 0..<300 {
+                let deviceId = index == 150 ? "poison" : "d\(index)"
+                let registration = try request(deviceId: deviceId, token: "tok-\(index)")
+                group.addTask {
+                    do {
+                        _ = try await store.upsert(registration, now: Int64(index))
+                        return (deviceId, true)
+                    } catch {
+                        return (deviceId, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [String: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes["poison"] == false)
+        #expect(outcomes.values.filter { $0 }.count == 299)
+        let listed = try await store.devices(namespace: "ns", platforms: nil)
+        #expect(listed.count == 299)
+        #expect(!listed.contains { $0.deviceId == "poison" })
+    }
+
     @Test func listingIsOneScanOfACoveringIndexAndVersionOneDatabasesGainIt() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file(SQLiteDeviceStore.defaultFileName)
