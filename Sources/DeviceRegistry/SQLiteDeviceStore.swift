@@ -18,7 +18,8 @@ public final class SQLiteDeviceStore: DeviceStore {
     /// The JavaScript hub's table name.
     public static let defaultTableName = "fcm_devices"
     /// The schema version this code writes into `PRAGMA user_version` of databases it creates.
-    static let schemaVersion: Int64 = 1
+    /// 1: the table; 2: the listing index.
+    static let schemaVersion: Int64 = 2
 
     public struct Configuration: Sendable {
         /// The database file. Created (0600, directories 0700) when missing.
@@ -213,6 +214,15 @@ public final class SQLiteDeviceStore: DeviceStore {
                     """)
                 if version == 0 { try db.execute("PRAGMA user_version = \(schemaVersion)") }
             }
+            // Version 2 (our own tables only, created now or by version 1): a covering index in
+            // listing order, so a dispatch's device read is one range scan, with no row lookups
+            // and no sort. It duplicates the rows; an adopted hub database is left without it.
+            let ours = !exists || (1...schemaVersion).contains(version)
+            if ours {
+                try db.execute(
+                    "CREATE INDEX IF NOT EXISTS \"\(table)_listing\" ON \"\(table)\" (namespace, updated_at, id, device_id, platform, token, push_key, created_at)")
+                if version >= 1 && version < schemaVersion { try db.execute("PRAGMA user_version = \(schemaVersion)") }
+            }
             // Version 1 is the first schema; later versions add their steps here, each guarded
             // by `version < N` and only for databases whose table this code created.
             let columns = try db.query("SELECT name, type, pk FROM pragma_table_info(?)", [.text(table)])
@@ -322,8 +332,10 @@ public final class SQLiteDeviceStore: DeviceStore {
                 + " RETURNING created_at"
             unregister = "DELETE FROM \(t) WHERE namespace = ?1 AND (token = ?2 OR (platform = 'ios' AND token = ?3))"
             prune = "DELETE FROM \(t) WHERE namespace = ?1 AND token = ?2 AND updated_at <= ?3"
+            // With an INTEGER PRIMARY KEY, `id` is the rowid: the listing index holds it in order.
             list =
-                "SELECT device_id, platform, token, push_key, created_at, updated_at FROM \(t) WHERE namespace = ? ORDER BY updated_at DESC, rowid DESC"
+                "SELECT device_id, platform, token, push_key, created_at, updated_at FROM \(t) WHERE namespace = ? ORDER BY updated_at DESC, "
+                + (idIsInteger ? "id DESC" : "rowid DESC")
         }
     }
 }

@@ -46,6 +46,36 @@ import Testing
         #expect(columns == ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"])
     }
 
+    @Test func listingIsOneScanOfACoveringIndexAndVersionOneDatabasesGainIt() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file(SQLiteDeviceStore.defaultFileName)
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
+        do {
+            // A database as version 1 of this code left it: the table and the token index only.
+            let old = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
+            try old.execute(
+                """
+                CREATE TABLE fcm_devices (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, token TEXT NOT NULL,
+                    platform TEXT NOT NULL, device_id TEXT NOT NULL, push_key TEXT, created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL, UNIQUE (namespace, device_id, platform));
+                CREATE INDEX fcm_devices_token ON fcm_devices (token);
+                INSERT INTO fcm_devices (namespace, token, platform, device_id, push_key, created_at, updated_at)
+                    VALUES ('ns', 'tok-a', 'phone', 'a', NULL, 1, 1), ('ns', 'tok-b', 'phone', 'b', NULL, 2, 2);
+                PRAGMA user_version = 1;
+                """)
+        }
+        let store = try SQLiteDeviceStore(directory: dir.path)
+        #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["b", "a"])
+        let check = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
+        #expect(try check.query("PRAGMA user_version").first?.first?.integer == 2)
+        let plan = try check.query(
+            "EXPLAIN QUERY PLAN SELECT device_id, platform, token, push_key, created_at, updated_at FROM fcm_devices WHERE namespace = 'ns' ORDER BY updated_at DESC, id DESC"
+        ).compactMap { $0.last?.text }.joined(separator: " | ")
+        #expect(plan.contains("COVERING INDEX fcm_devices_listing"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+
     @Test func refusesAFileThatIsNotADatabaseAndLeavesItUntouched() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("garbage.sqlite3")
