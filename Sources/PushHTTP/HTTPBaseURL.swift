@@ -80,12 +80,14 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
     /// `text` with the password of its user info (`user:password@`) shown as `***`; anything
     /// else unchanged. For printing a URL an operator configured.
     package static func redactingPassword(_ text: String) -> String {
+        // Leniently, as a URL parser might read it: after the scheme's `:` and any slashes
+        // (`https://`, `http:/`, `http:`), up to the path, query or fragment.
         let scalars = Array(text.unicodeScalars)
-        guard let separator = (0..<max(0, scalars.count - 2)).first(where: { scalars[$0] == ":" && scalars[$0 + 1] == "/" && scalars[$0 + 2] == "/" })
-        else { return text }
-        let start = separator + 3
+        guard let separator = scalars.firstIndex(of: ":") else { return text }
+        var start = separator + 1
+        while start < scalars.count, scalars[start] == "/" || scalars[start] == "\\" { start += 1 }
         var end = start
-        while end < scalars.count, scalars[end] != "/", scalars[end] != "?", scalars[end] != "#" { end += 1 }
+        while end < scalars.count, scalars[end] != "/", scalars[end] != "\\", scalars[end] != "?", scalars[end] != "#" { end += 1 }
         guard let at = (start..<end).last(where: { scalars[$0] == "@" }) else { return text }
         guard let colon = (start..<at).first(where: { scalars[$0] == ":" }) else { return text }
         var out = String.UnicodeScalarView()

@@ -97,6 +97,17 @@ final class GarbageServer: @unchecked Sendable {
         #expect((try? HTTPBaseURL("http://127.0.0.1:1", cleartext: .never)) == nil)
     }
 
+    /// Found by the `url` fuzz target: a lenient form (`http:h:pw@//…`, no `//` after the
+    /// scheme) was shown with its password.
+    @Test func passwordsAreRedactedInEveryFormAParserMightRead() {
+        #expect(HTTPBaseURL.redactingPassword("https://u:pw@h/p@q") == "https://u:***@h/p@q")
+        #expect(HTTPBaseURL.redactingPassword("http:h:pw@//localhost:0") == "http:h:***@//localhost:0")
+        #expect(HTTPBaseURL.redactingPassword("http:/u:pw@h") == "http:/u:***@h")
+        #expect(HTTPBaseURL.redactingPassword("https://u@h") == "https://u@h")
+        #expect(HTTPBaseURL.redactingPassword("https://h/a:b@c") == "https://h/a:b@c")
+        #expect(!HTTPBaseURL.hasPassword("https://relay.example.test:8443/x"))
+    }
+
     @Test func pathSegmentsAreEncoded() {
         #expect(HTTPBaseURL.pathSegment("../../evil?x=1#") == "..%2F..%2Fevil%3Fx%3D1%23")
         #expect(HTTPBaseURL.pathSegment("..") == "%2E%2E")

@@ -29,10 +29,13 @@ func check(_ reason: String, _ provider: String) {
     }
     // A code (64) and a message (200), each capped, with their separator and ellipses.
     require(reason.unicodeScalars.count <= 300, "\(provider): reason of \(reason.unicodeScalars.count) scalars")
+    // Runs are judged on the text before escaping: an escape (`\x7F`) is a separator, not part
+    // of a token.
+    let unescaped = withoutEscapes(reason)
     var hexRun = 0
     var tokenRun = 0
     var digitInRun = false
-    for scalar in reason.unicodeScalars {
+    for scalar in unescaped.unicodeScalars {
         let hex = ("0"..."9").contains(scalar) || ("a"..."f").contains(scalar) || ("A"..."F").contains(scalar)
         hexRun = hex ? hexRun + 1 : 0
         require(hexRun < 16, "\(provider): a 16-hex-digit run survived in \(reason.debugDescription)")
@@ -46,4 +49,35 @@ func check(_ reason: String, _ provider: String) {
         }
         require(!(tokenRun >= 32 && digitInRun), "\(provider): a token-like run survived in \(reason.debugDescription)")
     }
+}
+
+/// `text` with every escape the sanitizer writes (`\n`, `\r`, `\t`, `\xHH`, `\u{HHHH}`)
+/// replaced by a space.
+func withoutEscapes(_ text: String) -> String {
+    let scalars = Array(text.unicodeScalars)
+    var out = String.UnicodeScalarView()
+    var index = 0
+    while index < scalars.count {
+        if scalars[index] == "\\", index + 1 < scalars.count {
+            let next = scalars[index + 1]
+            if next == "n" || next == "r" || next == "t" {
+                out.append(" ")
+                index += 2
+                continue
+            }
+            if next == "x", index + 3 < scalars.count {
+                out.append(" ")
+                index += 4
+                continue
+            }
+            if next == "u", index + 2 < scalars.count, scalars[index + 2] == "{", let close = scalars[index...].firstIndex(of: "}") {
+                out.append(" ")
+                index = close + 1
+                continue
+            }
+        }
+        out.append(scalars[index])
+        index += 1
+    }
+    return String(out)
 }
