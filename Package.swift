@@ -46,7 +46,7 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
-        .target(name: "PushSync", swiftSettings: strictSettings),
+        .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
         // The core: canonical JSON, payloads, keys and the AES-256-GCM envelope. No network.
         .target(name: "PushEnvelope", dependencies: ["CHapiOpenSSL"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
@@ -85,13 +85,13 @@ let package = Package(
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "PushLoopbackServer", "PushTestSupport"],
+            name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "PushLoopbackServer", "PushTestSupport", "CHapiLinux"],
             swiftSettings: strictSettings),
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
+            dependencies: ["PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
@@ -162,5 +162,8 @@ if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
         fuzzTarget("FuzzSettings", ["PushNative", "PushEnvelope"]),
         fuzzTarget("FuzzJSON", ["PushEnvelope"]),
         fuzzTarget("FuzzClassify", ["PushTransports"]),
+        fuzzTarget("FuzzURL", ["PushNative"]),
+        fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
+        fuzzTarget("FuzzSanitize", ["PushTransports"]),
     ]
 }
