@@ -37,3 +37,5 @@
 @_exported public import struct PushTransports.PushLogRecord
 @_exported public import struct PushTransports.SilentPushLogger
 @_exported public import enum PushTransports.PushDeliveryOutcome
+@_exported public import struct PushTransports.PushDeliveryReason
+@_exported public import enum PushTransports.PushTransportName

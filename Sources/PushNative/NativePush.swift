@@ -76,7 +76,7 @@ public final class NativePush: Sendable {
                 FCMTransport(endpoint: configuration.fcmEndpoint, account: account, client: client, retryPolicy: retryPolicy, logger: logger))
         case .off: android = .off(reason: configuration.android.reason)
         }
-        self.dispatcher = PushDispatcher(store: store, ios: ios, android: android)
+        self.dispatcher = PushDispatcher(store: store, ios: ios, android: android, logger: logger)
     }
 
     /// `POST /api/devices/register`: the answer to send back.

@@ -27,11 +27,14 @@ package struct PushDispatcher: Sendable {
     package let store: any PushDeviceStore
     package let ios: IOSChannel
     package let android: AndroidChannel
+    /// Where a failed prune is reported (the transports log each push themselves).
+    package let logger: any PushLogger
 
-    package init(store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel) {
+    package init(store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel, logger: any PushLogger = SilentPushLogger()) {
         self.store = store
         self.ios = ios
         self.android = android
+        self.logger = logger
     }
 
     /// Which channel a planned send goes through: each channel's transport gets one batch.
@@ -45,7 +48,7 @@ package struct PushDispatcher: Sendable {
     /// One device's planned send, or the reason it has none.
     private enum Plan {
         case send(channel: Channel, transport: any PushTransport, delivery: PushDelivery, level: PushPayloadLevel)
-        case done(outcome: PushDispatchReport.Delivery.Outcome, transport: String, reason: String)
+        case done(outcome: PushDispatchReport.Delivery.Outcome, transport: PushTransportName, reason: PushDeliveryReason, detail: String? = nil)
     }
 
     /// The payload fitted once per dispatch for each path: every device of a path gets the
@@ -116,17 +119,19 @@ package struct PushDispatcher: Sendable {
         reports.reserveCapacity(devices.count)
         for (index, device) in devices.enumerated() {
             var report = PushDispatchReport.Delivery(
-                platform: device.platform, deviceId: device.deviceId, tokenHash: device.tokenHash, transport: "none", outcome: .skipped,
-                reason: nil, status: nil, latencyMilliseconds: 0, pruned: false, payload: nil)
+                platform: device.platform, deviceId: device.deviceId, tokenHash: device.tokenHash, transport: .none, outcome: .skipped,
+                reason: nil, detail: nil, status: nil, latencyMilliseconds: 0, pruned: false, payload: nil)
             switch plans[index] {
-            case .done(let outcome, let transport, let reason):
+            case .done(let outcome, let transport, let reason, let detail):
                 report.outcome = outcome
                 report.transport = transport
                 report.reason = reason
+                report.detail = detail
             case .send(_, let transport, let delivery, let level):
                 report.transport = transport.name
-                let result = results[index] ?? PushResult(outcome: .failed, reason: "no_result")
+                let result = results[index] ?? PushResult(outcome: .failed, reason: .noResult)
                 report.reason = result.reason
+                report.detail = result.detail
                 report.status = result.status
                 report.latencyMilliseconds = Self.milliseconds(result.latency)
                 switch result.outcome {
@@ -138,8 +143,19 @@ package struct PushDispatcher: Sendable {
                 case .invalid:
                     report.outcome = .invalid
                     // Only an explicit token death prunes, and only that token in this namespace.
-                    report.pruned =
-                        (try? await store.prune(namespace: namespace, token: delivery.token, notAfter: result.invalidSince)) ?? false
+                    // A store that fails here leaves a dead registration behind: said in the
+                    // report and the log, so the next dispatch (or an operator) can deal with it.
+                    do {
+                        report.pruned = try await store.prune(namespace: namespace, token: delivery.token, notAfter: result.invalidSince)
+                    } catch {
+                        let failure = SafeText.sanitize(String(describing: error), limit: 200, redactingTokens: true, secrets: [delivery.token])
+                        report.pruneFailure = failure
+                        logger.log(
+                            PushLogRecord(
+                                platform: delivery.target.rawValue, transport: transport.name, tokenHash: device.tokenHash, outcome: .invalid,
+                                reason: result.reason, detail: result.detail, status: result.status, milliseconds: report.latencyMilliseconds,
+                                pruneFailure: failure))
+                    }
                 }
             }
             reports.append(report)
@@ -152,22 +168,22 @@ package struct PushDispatcher: Sendable {
         case .ios:
             switch ios {
             case .off(let reason):
-                return .done(outcome: .skipped, transport: "none", reason: "channel_off: \(reason)")
+                return .done(outcome: .skipped, transport: .none, reason: .channelOff, detail: reason)
             case .encrypted(let transport):
                 return encrypted(fitted, device: device, target: .ios, channel: .ios, transport: transport, collapseId: collapseId)
             }
         case .phone, .wear:
             switch android {
             case .off(let reason):
-                return .done(outcome: .skipped, transport: "none", reason: "channel_off: \(reason)")
+                return .done(outcome: .skipped, transport: .none, reason: .channelOff, detail: reason)
             case .encrypted(let transport):
                 guard device.platform == .phone else {
-                    return .done(outcome: .skipped, transport: transport.name, reason: "wear_relay_unsupported")
+                    return .done(outcome: .skipped, transport: transport.name, reason: .wearRelayUnsupported)
                 }
                 return encrypted(fitted, device: device, target: .androidPhone, channel: .android, transport: transport, collapseId: collapseId)
             case .plaintext(let transport):
                 guard let (payload, level) = fitted.fcm else {
-                    return .done(outcome: .failed, transport: transport.name, reason: "too_large")
+                    return .done(outcome: .failed, transport: transport.name, reason: .tooLarge)
                 }
                 let delivery = PushDelivery(
                     target: device.platform == .wear ? .wear : .androidPhone, token: device.token, content: .plaintext(payload),
@@ -182,17 +198,17 @@ package struct PushDispatcher: Sendable {
         collapseId: String
     ) -> Plan {
         guard let key = device.pushKey else {
-            return .done(outcome: .skipped, transport: transport.name, reason: "missing_push_key")
+            return .done(outcome: .skipped, transport: transport.name, reason: .missingPushKey)
         }
         guard let (plaintext, level) = fitted.envelope else {
             // Even the minimal notification exceeds the cap: this device fails, its row stays.
-            return .done(outcome: .failed, transport: transport.name, reason: "too_large")
+            return .done(outcome: .failed, transport: transport.name, reason: .tooLarge)
         }
         let envelope: String
         do {
             envelope = try PushEnvelopeCipher.seal(plaintext, key: key)  // a fresh nonce per device
         } catch {
-            return .done(outcome: .failed, transport: transport.name, reason: "seal_failed: \(error.message)")
+            return .done(outcome: .failed, transport: transport.name, reason: .sealFailed, detail: error.message)
         }
         let delivery = PushDelivery(target: target, token: device.token, content: .envelope(envelope), collapseId: collapseId)
         return .send(channel: channel, transport: transport, delivery: delivery, level: level)

@@ -5,7 +5,7 @@ import PushEnvelope
 /// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
 /// long-lived multiplexed connection to the endpoint and one provider token.
 package struct APNsTransport: PushTransport {
-    package var name: String { "apns" }
+    package var name: PushTransportName { .apns }
     package let endpoint: String
     package let bundleId: String
     package let providerToken: APNsProviderToken
@@ -32,7 +32,7 @@ package struct APNsTransport: PushTransport {
             token = try await providerToken.token()
         } catch {
             return deliveries.map { delivery in
-                let result = PushResult.refused("provider_token: \(error.message)")
+                let result = PushResult.refused(.providerToken, detail: error.message)
                 logger.log(delivery, transport: name, result)
                 return result
             }
@@ -45,12 +45,12 @@ package struct APNsTransport: PushTransport {
     }
 
     func send(_ delivery: PushDelivery, token: String) async -> PushResult {
-        await send([delivery], token: token).first ?? .refused("no_result")
+        await send([delivery], token: token).first ?? .refused(.noResult)
     }
 
     func send(_ deliveries: [PushDelivery], token: String) async -> [PushResult] {
         var results = await call.perform(deliveries, secrets: [token], prepare: { prepare($0, jwt: token) }, classify: Self.verdict)
-        let expired = results.indices.filter { results[$0].reason == "ExpiredProviderToken" }
+        let expired = results.indices.filter { results[$0].reason == .apnsExpiredProviderToken }
         guard !expired.isEmpty else { return results }
         // Apple says our token is too old: mint once (single flight across the batch) and
         // retry those pushes once.
@@ -65,17 +65,17 @@ package struct APNsTransport: PushTransport {
                 results[index].attempts += first.attempts
             }
         } catch {
-            for index in expired { results[index].reason = "ExpiredProviderToken; refresh failed: \(error.message)" }
+            for index in expired { results[index].detail = "refresh failed: \(error.message)" }
         }
         return results
     }
 
     func prepare(_ delivery: PushDelivery, jwt: String) -> ProviderCall.Prepared {
-        guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused("apns_requires_envelope")) }
-        guard delivery.target == .ios else { return .refuse(.refused("apns_requires_ios_token")) }
+        guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused(.apnsRequiresEnvelope)) }
+        guard delivery.target == .ios else { return .refuse(.refused(.apnsRequiresIOSToken)) }
         // Hex only: anything else would change the request path.
         guard !delivery.token.isEmpty, delivery.token.utf8.allSatisfy({ Self.isHex($0) }) else {
-            return .refuse(.refused("BadDeviceToken_format"))
+            return .refuse(.refused(.badDeviceTokenFormat))
         }
         return .send(request(delivery, envelope: envelope, jwt: jwt))
     }
@@ -135,20 +135,21 @@ package struct APNsTransport: PushTransport {
     /// 503 may be retried by a policy, `TooManyProviderTokenUpdates` never (we keep the token
     /// and back off; minting again would make it worse).
     package static func classify(status: Int, body: [UInt8]) -> Classification {
-        let reason = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.code)
-        switch (status, reason) {
+        let code = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.code)
+        let reason = code.map(PushDeliveryReason.init(rawValue:))
+        switch (status, code) {
         case (200...299, _):
             return Classification(outcome: .sent, reason: nil)
         case (410, "Unregistered"), (410, "ExpiredToken"):
             return Classification(outcome: .invalid, reason: reason)
         case (400, "BadDeviceToken"):
-            return Classification(outcome: .invalid, reason: "BadDeviceToken")
+            return Classification(outcome: .invalid, reason: .apnsBadDeviceToken)
         case (429, "TooManyProviderTokenUpdates"):
-            return Classification(outcome: .failed, reason: "TooManyProviderTokenUpdates")
+            return Classification(outcome: .failed, reason: .apnsTooManyProviderTokenUpdates)
         case (429, _), (500...599, _):
-            return Classification(outcome: .failed, reason: reason ?? "http_\(status)", retryable: true)
+            return Classification(outcome: .failed, reason: reason ?? .http(status), retryable: true)
         default:
-            return Classification(outcome: .failed, reason: reason ?? "http_\(status)")
+            return Classification(outcome: .failed, reason: reason ?? .http(status))
         }
     }
 

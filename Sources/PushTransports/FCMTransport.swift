@@ -4,7 +4,7 @@ package import PushEnvelope
 /// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
 /// contract's payload in plaintext (the private direct path), to phones and watches.
 package struct FCMTransport: PushTransport {
-    package var name: String { "fcm" }
+    package var name: PushTransportName { .fcm }
     package let endpoint: String
     package let projectId: String
     package let accessTokens: FCMAccessTokenProvider
@@ -34,7 +34,7 @@ package struct FCMTransport: PushTransport {
             accessToken = try await accessTokens.token()
         } catch {
             return deliveries.map { delivery in
-                let result = PushResult(outcome: .failed, reason: "oauth: \(error.message)", status: error.status, attempts: 0)
+                let result = PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0)
                 logger.log(delivery, transport: name, result)
                 return result
             }
@@ -58,7 +58,7 @@ package struct FCMTransport: PushTransport {
         return await call.perform([delivery], secrets: [accessToken], prepare: { Self.prepare($0, url: url, headers: headers) }) {
             response in
             ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
-        }.first ?? .refused("no_result")
+        }.first ?? .refused(.noResult)
     }
 
     /// `{endpoint}/v1/projects/<project_id>/messages:send`, the project id percent-encoded: it
@@ -68,8 +68,8 @@ package struct FCMTransport: PushTransport {
     }
 
     static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
-        guard case .plaintext(let payload) = delivery.content else { return .refuse(.refused("fcm_requires_plaintext")) }
-        guard delivery.target != .ios else { return .refuse(.refused("fcm_requires_android_token")) }
+        guard case .plaintext(let payload) = delivery.content else { return .refuse(.refused(.fcmRequiresPlaintext)) }
+        guard delivery.target != .ios else { return .refuse(.refused(.fcmRequiresAndroidToken)) }
         return .send(
             HTTPRequest(
                 method: .post, url: url, headers: headers,
@@ -109,20 +109,20 @@ package struct FCMTransport: PushTransport {
                 }
             }
         }
-        let code = (fcmErrorCode ?? googleStatus).map(ProviderCall.code) ?? "http_\(status)"
-        let reason = message.isEmpty ? code : code + ": " + ProviderCall.excerpt(message)
+        let reason = (fcmErrorCode ?? googleStatus).map { PushDeliveryReason(rawValue: ProviderCall.code($0)) } ?? .http(status)
+        let detail = message.isEmpty ? nil : ProviderCall.excerpt(message)
         switch status {
         case 200...299:
             return Classification(outcome: .sent, reason: nil)
         case 404 where fcmErrorCode == "UNREGISTERED" || googleStatus == "UNREGISTERED":
-            return Classification(outcome: .invalid, reason: "UNREGISTERED")
+            return Classification(outcome: .invalid, reason: .fcmUnregistered)
         case 400 where (fcmErrorCode == "INVALID_ARGUMENT" || googleStatus == "INVALID_ARGUMENT")
             && (tokenFieldViolation || message.contains("not a valid FCM registration token")):
-            return Classification(outcome: .invalid, reason: "INVALID_ARGUMENT: invalid registration token")
+            return Classification(outcome: .invalid, reason: .fcmInvalidArgument, detail: "invalid registration token")
         case 429, 500, 503:
-            return Classification(outcome: .failed, reason: reason, retryable: true)
+            return Classification(outcome: .failed, reason: reason, detail: detail, retryable: true)
         default:
-            return Classification(outcome: .failed, reason: reason)
+            return Classification(outcome: .failed, reason: reason, detail: detail)
         }
     }
 }

@@ -15,7 +15,9 @@ package struct PushResult: Sendable, Equatable {
     package var outcome: PushDeliveryOutcome
     /// Why: the provider's reason or code (`BadDeviceToken`, `UNREGISTERED`, `rate_limited`),
     /// a network error (`timeout`), or ours (`too_large`). Nil when sent with nothing to say.
-    package var reason: String?
+    package var reason: PushDeliveryReason?
+    /// What the reason's name does not say (a provider's message, the OAuth error), sanitized.
+    package var detail: String?
     /// The HTTP status of the last answer, nil when none arrived.
     package var status: Int?
     /// Wall time from first byte sent to classification, retries included.
@@ -29,11 +31,12 @@ package struct PushResult: Sendable, Equatable {
     package var attempts: Int
 
     package init(
-        outcome: PushDeliveryOutcome, reason: String? = nil, status: Int? = nil, latency: Duration = .zero, apnsId: String? = nil,
-        invalidSince: Int64? = nil, attempts: Int = 1
+        outcome: PushDeliveryOutcome, reason: PushDeliveryReason? = nil, detail: String? = nil, status: Int? = nil, latency: Duration = .zero,
+        apnsId: String? = nil, invalidSince: Int64? = nil, attempts: Int = 1
     ) {
         self.outcome = outcome
         self.reason = reason
+        self.detail = detail
         self.status = status
         self.latency = latency
         self.apnsId = apnsId
@@ -41,9 +44,12 @@ package struct PushResult: Sendable, Equatable {
         self.attempts = attempts
     }
 
+    /// The reason and its detail as one line (`NOT_FOUND: Requested entity was not found.`).
+    package var reasonText: String? { reason.map { $0.text(detail: detail) } }
+
     /// Failed before any request was made (e.g. `too_large`, a credential problem).
-    static func refused(_ reason: String) -> PushResult {
-        PushResult(outcome: .failed, reason: reason, attempts: 0)
+    static func refused(_ reason: PushDeliveryReason, detail: String? = nil) -> PushResult {
+        PushResult(outcome: .failed, reason: reason, detail: detail, attempts: 0)
     }
 }
 
@@ -51,14 +57,20 @@ package struct PushResult: Sendable, Equatable {
 /// their tests and the fuzz targets.
 package struct Classification: Sendable, Equatable {
     package var outcome: PushDeliveryOutcome
-    package var reason: String?
+    package var reason: PushDeliveryReason?
+    /// A provider's message, sanitized.
+    package var detail: String?
     /// Whether a retry policy may try again (429, 5xx, UNAVAILABLE): never for a dead token
     /// or a malformed request.
     package var retryable: Bool
 
-    package init(outcome: PushDeliveryOutcome, reason: String?, retryable: Bool = false) {
+    package init(outcome: PushDeliveryOutcome, reason: PushDeliveryReason?, detail: String? = nil, retryable: Bool = false) {
         self.outcome = outcome
         self.reason = reason
+        self.detail = detail
         self.retryable = retryable
     }
+
+    /// The reason and its detail as one line, as reports print it.
+    package var reasonText: String? { reason.map { $0.text(detail: detail) } }
 }

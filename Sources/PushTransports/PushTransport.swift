@@ -8,7 +8,7 @@
 /// per device.
 package protocol PushTransport: Sendable {
     /// `relay`, `apns` or `fcm`: what reports and logs call it.
-    var name: String { get }
+    var name: PushTransportName { get }
     func send(_ deliveries: [PushDelivery]) async -> [PushResult]
 }
 

@@ -5,7 +5,7 @@ import PushEnvelope
 /// envelope. Serves iOS and Android phones; the relay holds the provider credentials and sees
 /// only ciphertext.
 package struct RelayTransport: PushTransport {
-    package var name: String { "relay" }
+    package var name: PushTransportName { .relay }
     /// The relay base URL without trailing slashes.
     package let baseURL: String
     let call: ProviderCall
@@ -40,16 +40,16 @@ package struct RelayTransport: PushTransport {
     }
 
     func send(_ delivery: PushDelivery) async -> PushResult {
-        await send([delivery]).first ?? .refused("no_result")
+        await send([delivery]).first ?? .refused(.noResult)
     }
 
     static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
         guard case .envelope(let envelope) = delivery.content else {
-            return .refuse(.refused("relay_requires_envelope"))
+            return .refuse(.refused(.relayRequiresEnvelope))
         }
         // The relay refuses larger envelopes with 413; refusing here saves the round trip.
-        guard envelope.utf8.count <= PushEnvelopeCipher.maximumEnvelopeLength else { return .refuse(.refused("too_large")) }
-        guard let body = body(for: delivery, envelope: envelope) else { return .refuse(.refused("wear_relay_unsupported")) }
+        guard envelope.utf8.count <= PushEnvelopeCipher.maximumEnvelopeLength else { return .refuse(.refused(.tooLarge)) }
+        guard let body = body(for: delivery, envelope: envelope) else { return .refuse(.refused(.wearRelayUnsupported)) }
         return .send(HTTPRequest(method: .post, url: url, headers: headers, body: body))
     }
 
@@ -85,17 +85,17 @@ package struct RelayTransport: PushTransport {
         let object = ProviderCall.jsonObject(body)
         let code = object?["code"]?.stringValue
         let message = object?["message"]?.stringValue ?? object?["error"]?.stringValue
-        var reason = code.map(ProviderCall.code) ?? "http_\(status)"
-        if let message, !message.isEmpty { reason += ": " + ProviderCall.excerpt(message) }
+        let reason = code.map { PushDeliveryReason(rawValue: ProviderCall.code($0)) } ?? .http(status)
+        let detail = message.flatMap { $0.isEmpty ? nil : ProviderCall.excerpt($0) }
         switch status {
         case 200...299:
             return Classification(outcome: .sent, reason: nil)
         case 410 where code == "unregistered":
-            return Classification(outcome: .invalid, reason: "unregistered")
+            return Classification(outcome: .invalid, reason: .unregistered)
         case 429, 500...599:
-            return Classification(outcome: .failed, reason: reason, retryable: status != 501)
+            return Classification(outcome: .failed, reason: reason, detail: detail, retryable: status != 501)
         default:
-            return Classification(outcome: .failed, reason: reason)
+            return Classification(outcome: .failed, reason: reason, detail: detail)
         }
     }
 }

@@ -268,9 +268,9 @@ func run(_ options: Options) async throws -> Int32 {
         for (namespace, report) in reports {
             for delivery in report.deliveries {
                 outcomes[delivery.outcome.rawValue, default: 0] += 1
-                transports[delivery.transport, default: 0] += 1
+                transports[delivery.transport.rawValue, default: 0] += 1
                 if delivery.outcome == .failed {
-                    let reason = (delivery.reason ?? "nil").split(separator: ":").first.map(String.init) ?? "nil"
+                    let reason = (delivery.reasonText ?? "nil").split(separator: ":").first.map(String.init) ?? "nil"
                     failureReasons[reason, default: 0] += 1
                 }
                 if delivery.outcome == .invalid && !delivery.pruned { invalidUnpruned += 1 }

@@ -93,9 +93,9 @@ enum SendCommand {
         if report.deliveries.isEmpty { emit("no native devices registered in this namespace") }
         for delivery in report.deliveries {
             var line = "  " + pad(delivery.platform.rawValue, 6) + pad(Terminal.line(delivery.deviceId), 14) + " token " + delivery.tokenHash + "  "
-                + pad(Terminal.line(delivery.transport), 6) + pad(delivery.outcome.rawValue, 8)
+                + pad(Terminal.line(delivery.transport.rawValue), 6) + pad(delivery.outcome.rawValue, 8)
             if let status = delivery.status { line += " HTTP \(status)" }
-            if let reason = delivery.reason { line += " (\(Terminal.line(reason)))" }
+            if let reason = delivery.reasonText { line += " (\(Terminal.line(reason)))" }
             if let payload = delivery.payload, payload != .full { line += " payload=\(payload.rawValue)" }
             if delivery.pruned { line += " → pruned" }
             if delivery.outcome != .skipped { line += " \(delivery.latencyMilliseconds) ms" }

@@ -59,12 +59,12 @@ let readyPayload = PushNotificationComposer.ready(
         let report = try await hub.push.dispatch(readyPayload, namespace: "ns")
         await hub.stop()
         #expect(hub.delivery(report, "iphone")?.outcome == .sent)
-        #expect(hub.delivery(report, "iphone")?.transport == "relay")
+        #expect(hub.delivery(report, "iphone")?.transport == .relay)
         #expect(hub.delivery(report, "pixel-key")?.outcome == .sent)
         #expect(hub.delivery(report, "pixel-old")?.outcome == .skipped)
-        #expect(hub.delivery(report, "pixel-old")?.reason == "missing_push_key")
+        #expect(hub.delivery(report, "pixel-old")?.reasonText == "missing_push_key")
         #expect(hub.delivery(report, "watch")?.outcome == .skipped)
-        #expect(hub.delivery(report, "watch")?.reason == "wear_relay_unsupported")
+        #expect(hub.delivery(report, "watch")?.reasonText == "wear_relay_unsupported")
         #expect(report.suppressWebPush)
         // The relay saw ciphertext only; each device opens its own envelope to the payload.
         let requests = hub.providers.relay.requests
@@ -87,8 +87,8 @@ let readyPayload = PushNotificationComposer.ready(
         for id in ["iphone", "pixel-key", "pixel-old", "watch"] {
             #expect(hub.delivery(report, id)?.outcome == .sent, "\(id): \(String(describing: hub.delivery(report, id)))")
         }
-        #expect(hub.delivery(report, "iphone")?.transport == "apns")
-        #expect(hub.delivery(report, "watch")?.transport == "fcm")
+        #expect(hub.delivery(report, "iphone")?.transport == .apns)
+        #expect(hub.delivery(report, "watch")?.transport == .fcm)
         let apns = try #require(hub.providers.apns.requests.first)
         let e = try #require(try JSONParser.parse(apns.body)["hapi"]?["e"]?.stringValue)
         #expect(try ReceivedPush.decode(version: "1", envelope: e, key: hub.iosKey) == readyPayload)
@@ -111,17 +111,17 @@ let readyPayload = PushNotificationComposer.ready(
         let iphone = try #require(hub.delivery(report, "iphone"))
         if ios == "off" {
             #expect(iphone.outcome == .skipped)
-            #expect(iphone.reason?.hasPrefix("channel_off") == true)
+            #expect(iphone.reasonText?.hasPrefix("channel_off") == true)
         } else {
             #expect(iphone.outcome == .sent)
-            #expect(iphone.transport == ios)
+            #expect(iphone.transport.rawValue == ios)
         }
         for id in ["pixel-key", "pixel-old", "watch"] {
             let delivery = try #require(hub.delivery(report, id))
             switch android {
             case "off":
                 #expect(delivery.outcome == .skipped, "\(id)")
-                #expect(delivery.reason?.hasPrefix("channel_off") == true)
+                #expect(delivery.reasonText?.hasPrefix("channel_off") == true)
             case "fcm":
                 #expect(delivery.outcome == .sent, "\(id)")
             default:
@@ -266,8 +266,8 @@ let readyPayload = PushNotificationComposer.ready(
         let impossible = PushNotificationPayload(type: .ready, sessionId: String(repeating: "s", count: 5000), title: "t", body: "b")
         let failed = try await hub.push.dispatch(impossible, namespace: "ns")
         #expect(hub.delivery(failed, "iphone")?.outcome == .failed)
-        #expect(hub.delivery(failed, "iphone")?.reason == "too_large")
-        #expect(hub.delivery(failed, "watch")?.reason == "too_large")
+        #expect(hub.delivery(failed, "iphone")?.reasonText == "too_large")
+        #expect(hub.delivery(failed, "watch")?.reasonText == "too_large")
         #expect(hub.providers.relay.requests.isEmpty)
         #expect(try await hub.push.registry.store.devices(namespace: "ns").count == 4)
         await hub.stop()
@@ -313,7 +313,7 @@ let readyPayload = PushNotificationComposer.ready(
         await hub.stop()
         #expect(hub.delivery(report, "iphone")?.outcome == .sent)
         #expect(hub.delivery(report, "pixel-key")?.outcome == .failed)
-        #expect(hub.delivery(report, "pixel-key")?.reason == "timeout")
+        #expect(hub.delivery(report, "pixel-key")?.reasonText == "timeout")
         #expect(elapsed < .seconds(3))
     }
 }

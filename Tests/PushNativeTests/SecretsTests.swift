@@ -232,15 +232,15 @@ final class TextCapturingLogger: PushLogger {
 
             for delivery in report.deliveries {
                 let device = try #require(devices.first { $0.deviceId == delivery.deviceId })
-                let expectedPrune = device.scenario == .gone && !(configuration.refused && delivery.transport == "fcm")
+                let expectedPrune = device.scenario == .gone && !(configuration.refused && delivery.transport == .fcm)
                 #expect(delivery.pruned == expectedPrune, "\(delivery)")
                 #expect(delivery.outcome != .invalid || device.scenario == .gone, "\(delivery)")
-                if configuration.refused && delivery.transport == "fcm" {
-                    #expect(delivery.outcome == .failed && delivery.reason?.hasPrefix("oauth: ") == true, "\(delivery)")
+                if configuration.refused && delivery.transport == .fcm {
+                    #expect(delivery.outcome == .failed && delivery.reasonText?.hasPrefix("oauth: ") == true, "\(delivery)")
                 }
-                if device.scenario == .timeout { #expect(delivery.reason == "timeout", "\(delivery)") }
-                if device.scenario == .expiredProviderToken && delivery.transport == "apns" {
-                    #expect(delivery.reason == "ExpiredProviderToken", "\(delivery)")
+                if device.scenario == .timeout { #expect(delivery.reasonText == "timeout", "\(delivery)") }
+                if device.scenario == .expiredProviderToken && delivery.transport == .apns {
+                    #expect(delivery.reasonText == "ExpiredProviderToken", "\(delivery)")
                 }
             }
             // Only what was pruned is gone.

@@ -45,8 +45,8 @@ import Testing
             let report = try await push.dispatch(payload, namespace: "ns")
             #expect(report.suppressWebPush)
             for delivery in report.deliveries {
-                #expect(delivery.outcome == .sent, "\(delivery.deviceId): \(delivery.reason ?? "")")
-                #expect(delivery.transport == "relay")
+                #expect(delivery.outcome == .sent, "\(delivery.deviceId): \(delivery.reasonText ?? "")")
+                #expect(delivery.transport == .relay)
             }
         }
         await push.shutdown()

@@ -131,8 +131,8 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         await fixture.stand.shutdown()
         #expect(results.count == 50)
         #expect(results.allSatisfy { $0.outcome == .failed })
-        #expect(results.first?.reason?.contains("invalid_grant") == true)
-        #expect(results.first?.reason?.contains("Invalid JWT Signature.") == true)
+        #expect(results.first?.reasonText?.contains("invalid_grant") == true)
+        #expect(results.first?.reasonText?.contains("Invalid JWT Signature.") == true)
         #expect(fixture.exchanges.count == 1)
         #expect(fixture.sends.isEmpty)
     }
@@ -169,7 +169,7 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         let result = try #require(await fixture.transport.send([plaintextDelivery()]).first)
         await fixture.stand.shutdown()
         #expect(result.outcome == outcome)
-        #expect(result.reason == reason)
+        #expect(result.reasonText == reason)
         #expect(result.status == status)
     }
 
@@ -188,7 +188,7 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         #expect(try await fixture.tokens.token() == "ya29.test-access")
         let result = try #require(await fixture.transport.send([plaintextDelivery()]).first)
         #expect(result.outcome == .failed)
-        #expect(result.reason == "timeout")
+        #expect(result.reasonText == "timeout")
         fixture.stand.server.respond(FCMFixture.google(send: { _ in .action(.dropConnection) }))
         #expect(await fixture.transport.send([plaintextDelivery()]).first?.outcome == .failed)
         await fixture.stand.shutdown()

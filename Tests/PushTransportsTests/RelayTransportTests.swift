@@ -51,7 +51,7 @@ import Testing
         let result = try #require(await relay.send([envelopeDelivery()]).first)
         await stand.shutdown()
         #expect(result.outcome == outcome)
-        #expect(result.reason == reason)
+        #expect(result.reasonText == reason)
         #expect(result.status == status)
         #expect(result.attempts == 1)
     }
@@ -64,7 +64,7 @@ import Testing
         let results = await relay.send([envelopeDelivery(envelope: exact), envelopeDelivery(envelope: over)])
         await stand.shutdown()
         #expect(results.map(\.outcome) == [.sent, .failed])
-        #expect(results[1].reason == "too_large")
+        #expect(results[1].reasonText == "too_large")
         #expect(stand.server.requests.count == 1)
     }
 
@@ -77,7 +77,7 @@ import Testing
         let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client)
         let timedOut = try #require(await relay.send([envelopeDelivery()]).first)
         #expect(timedOut.outcome == .failed)
-        #expect(timedOut.reason == "timeout")
+        #expect(timedOut.reasonText == "timeout")
         stand.server.respond { _ in .action(.dropConnection) }
         let dropped = try #require(await relay.send([envelopeDelivery()]).first)
         #expect(dropped.outcome == .failed)
@@ -87,7 +87,7 @@ import Testing
         let refused = RelayTransport(baseURL: "https://127.0.0.1:1", client: try HTTPClient())
         let result = try #require(await refused.send([envelopeDelivery()]).first)
         #expect(result.outcome == .failed)
-        #expect(result.reason == "connection_refused")
+        #expect(result.reasonText == "connection_refused")
     }
 
     @Test func wearCannotUseTheRelay() async throws {
@@ -132,7 +132,7 @@ import Testing
         await stand.shutdown()
         let record = try #require(logger.all.first)
         #expect(record.tokenHash == TokenFingerprint.of(sampleIOSToken))
-        #expect(record.transport == "relay")
+        #expect(record.transport == .relay)
         #expect(record.platform == "ios")
         #expect(!record.description.contains(sampleIOSToken))
         #expect(!record.description.contains("c2VjcmV0"))
