@@ -104,6 +104,9 @@ final class GarbageServer: @unchecked Sendable {
         #expect(HTTPBaseURL.redactingPassword("http:h:pw@//localhost:0") == "http:h:***@//localhost:0")
         #expect(HTTPBaseURL.redactingPassword("http:/u:pw@h") == "http:/u:***@h")
         #expect(HTTPBaseURL.redactingPassword("https://u@h") == "https://u@h")
+        // Also found by it: a scheme that is not one, then `://` and user info.
+        #expect(HTTPBaseURL.redactingPassword("h0p:ts://h:9\u{FFFD}49@") == "h0p:ts://h:***@")
+        #expect(HTTPBaseURL.redactingPassword("x:y://a:b@c/d://e:f@g") == "x:y://a:***@c/d://e:***@g")
         #expect(HTTPBaseURL.redactingPassword("https://h/a:b@c") == "https://h/a:b@c")
         #expect(!HTTPBaseURL.hasPassword("https://relay.example.test:8443/x"))
     }
