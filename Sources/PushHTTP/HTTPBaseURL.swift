@@ -46,6 +46,8 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
         if trimmed.contains("#") { throw HTTPBaseURLError("must not have a fragment (#…): paths are appended to it") }
         let afterScheme = trimmed[trimmed.index(trimmed.firstIndex(of: ":") ?? trimmed.startIndex, offsetBy: 3)...]
         let authority = afterScheme.prefix { $0 != "/" }
+        // libcurl reads `https:///host` as `https://host`; a URL meant to name a host must.
+        if authority.isEmpty { throw HTTPBaseURLError("has no host after the scheme's //") }
         if authority.contains("@") {
             throw HTTPBaseURLError("must not hold a user name or password (user:password@): remove them")
         }
@@ -80,20 +82,30 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
     /// `text` with the password of its user info (`user:password@`) shown as `***`; anything
     /// else unchanged. For printing a URL an operator configured.
     package static func redactingPassword(_ text: String) -> String {
-        // Leniently, as a URL parser might read it: after the scheme's `:` and any slashes
-        // (`https://`, `http:/`, `http:`), up to the path, query or fragment.
-        let scalars = Array(text.unicodeScalars)
-        guard let separator = scalars.firstIndex(of: ":") else { return text }
-        var start = separator + 1
-        while start < scalars.count, scalars[start] == "/" || scalars[start] == "\\" { start += 1 }
-        var end = start
-        while end < scalars.count, scalars[end] != "/", scalars[end] != "\\", scalars[end] != "?", scalars[end] != "#" { end += 1 }
-        guard let at = (start..<end).last(where: { scalars[$0] == "@" }) else { return text }
-        guard let colon = (start..<at).first(where: { scalars[$0] == ":" }) else { return text }
+        // Leniently, as a URL parser might read it: an authority starts after the scheme's `:`
+        // and any slashes (`https://`, `http:/`, `http:`), and after every later `://` (a text
+        // whose scheme is not a scheme, `h0p:ts://u:pw@h`), and runs to the path, query or
+        // fragment. Authorities are redacted from the last, so earlier positions stay valid.
+        var scalars = Array(text.unicodeScalars)
+        var starts = Set<Int>()
+        if let separator = scalars.firstIndex(of: ":") { starts.insert(separator + 1) }
+        for index in 0..<max(0, scalars.count - 2) where scalars[index] == ":" && scalars[index + 1] == "/" && scalars[index + 2] == "/" {
+            starts.insert(index + 1)
+        }
+        for first in starts.sorted(by: >) {
+            var start = first
+            while start < scalars.count, scalars[start] == "/" || scalars[start] == "\\" { start += 1 }
+            var end = start
+            // A backslash does not end it: some parsers read it as `/`, others as user info,
+            // and showing `***` for a path is harmless.
+            while end < scalars.count, scalars[end] != "/", scalars[end] != "?", scalars[end] != "#" { end += 1 }
+            guard let at = (start..<end).last(where: { scalars[$0] == "@" }),
+                  let colon = (start..<at).first(where: { scalars[$0] == ":" })
+            else { continue }
+            scalars.replaceSubrange((colon + 1)..<at, with: "***".unicodeScalars)
+        }
         var out = String.UnicodeScalarView()
-        out.append(contentsOf: scalars[..<colon])
-        out.append(contentsOf: ":***".unicodeScalars)
-        out.append(contentsOf: scalars[at...])
+        out.append(contentsOf: scalars)
         return String(out)
     }
 
