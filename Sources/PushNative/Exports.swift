@@ -39,3 +39,10 @@
 @_exported public import enum PushTransports.PushDeliveryOutcome
 @_exported public import struct PushTransports.PushDeliveryReason
 @_exported public import enum PushTransports.PushTransportName
+
+// Metrics: a sink shaped like swift-metrics' factory, and a ready Prometheus aggregator.
+@_exported public import protocol PushTransports.PushMetricsFactory
+@_exported public import protocol PushTransports.PushCounterHandler
+@_exported public import protocol PushTransports.PushTimerHandler
+@_exported public import protocol PushTransports.PushMeterHandler
+@_exported public import class PushTransports.PushPrometheusMetrics

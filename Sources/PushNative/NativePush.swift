@@ -32,16 +32,17 @@ public final class NativePush: Sendable {
     ///   - dataDirectory: `$HAPI_HOME`, else `~/.hapi`, by default.
     ///   - persistSettings: write first-sight environment values into settings.json.
     ///   - logger: one record per push; silent by default.
+    ///   - metrics: deliveries, latency and in-flight counts; none by default.
     public static func start(
         environment: [String: String] = NativePush.processEnvironment, dataDirectory: String? = nil,
-        persistSettings: Bool = true, logger: any PushLogger = SilentPushLogger()
+        persistSettings: Bool = true, logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil
     ) async throws -> NativePush {
         guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
             throw NativePushError(message: "no data directory: set HAPI_HOME or HOME, or pass dataDirectory")
         }
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: persistSettings)
         let store = try await configuration.registry.open()
-        return try NativePush(configuration: configuration, store: store, logger: logger)
+        return try NativePush(configuration: configuration, store: store, logger: logger, metrics: metrics)
     }
 
     /// This process's environment variables.
@@ -50,7 +51,7 @@ public final class NativePush: Sendable {
     /// Builds from a configuration and any store (a hub with its own database passes its own).
     public init(
         configuration: PushConfiguration, store: any PushDeviceStore, logger: any PushLogger = SilentPushLogger(),
-        retryPolicy: PushRetryPolicy = .none, requestTimeout: Duration = .seconds(10)
+        metrics: (any PushMetricsFactory)? = nil, retryPolicy: PushRetryPolicy = .none, requestTimeout: Duration = .seconds(10)
     ) throws {
         let client = try HTTPClient(
             configuration: .init(
@@ -76,7 +77,7 @@ public final class NativePush: Sendable {
                 FCMTransport(endpoint: configuration.fcmEndpoint, account: account, client: client, retryPolicy: retryPolicy, logger: logger))
         case .off: android = .off(reason: configuration.android.reason)
         }
-        self.dispatcher = PushDispatcher(store: store, ios: ios, android: android, logger: logger)
+        self.dispatcher = PushDispatcher(store: store, ios: ios, android: android, logger: logger, metrics: metrics)
     }
 
     /// `POST /api/devices/register`: the answer to send back.

@@ -29,12 +29,18 @@ package struct PushDispatcher: Sendable {
     package let android: AndroidChannel
     /// Where a failed prune is reported (the transports log each push themselves).
     package let logger: any PushLogger
+    /// Deliveries by transport, outcome and reason; latency and in-flight per transport.
+    let metrics: DispatchMetrics
 
-    package init(store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel, logger: any PushLogger = SilentPushLogger()) {
+    package init(
+        store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel, logger: any PushLogger = SilentPushLogger(),
+        metrics: (any PushMetricsFactory)? = nil
+    ) {
         self.store = store
         self.ios = ios
         self.android = android
         self.logger = logger
+        self.metrics = DispatchMetrics(metrics)
     }
 
     /// Which channel a planned send goes through: each channel's transport gets one batch.
@@ -108,7 +114,13 @@ package struct PushDispatcher: Sendable {
                     if case .send(_, _, let delivery, _) = plans[index] { return delivery }
                     return nil
                 }
-                group.addTask { Array(zip(batch.indices, await batch.transport.send(deliveries))) }
+                let metrics = self.metrics
+                group.addTask {
+                    metrics.inFlight(batch.transport.name, deliveries.count)
+                    let results = await batch.transport.send(deliveries)
+                    metrics.inFlight(batch.transport.name, -deliveries.count)
+                    return Array(zip(batch.indices, results))
+                }
             }
             var byIndex = [PushResult?](repeating: nil, count: plans.count)
             for await batch in group { for (index, result) in batch { byIndex[index] = result } }
@@ -127,6 +139,7 @@ package struct PushDispatcher: Sendable {
                 report.transport = transport
                 report.reason = reason
                 report.detail = detail
+                metrics.delivered(report, sent: false, latency: .zero)
             case .send(_, let transport, let delivery, let level):
                 report.transport = transport.name
                 let result = results[index] ?? PushResult(outcome: .failed, reason: .noResult)
@@ -150,6 +163,7 @@ package struct PushDispatcher: Sendable {
                     } catch {
                         let failure = SafeText.sanitize(String(describing: error), limit: 200, redactingTokens: true, secrets: [delivery.token])
                         report.pruneFailure = failure
+                        metrics.pruneFailed(transport.name)
                         logger.log(
                             PushLogRecord(
                                 platform: delivery.target.rawValue, transport: transport.name, tokenHash: device.tokenHash, outcome: .invalid,
@@ -157,6 +171,7 @@ package struct PushDispatcher: Sendable {
                                 pruneFailure: failure))
                     }
                 }
+                metrics.delivered(report, sent: result.attempts > 0, latency: result.latency)
             }
             reports.append(report)
         }
