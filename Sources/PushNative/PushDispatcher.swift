@@ -34,8 +34,9 @@ package struct PushDispatcher: Sendable {
 
     package init(
         store: any PushDeviceStore, ios: IOSChannel, android: AndroidChannel, logger: any PushLogger = SilentPushLogger(),
-        metrics: (any PushMetricsFactory)? = nil
+        metrics: (any PushMetricsFactory)? = nil, window: Int = PushDispatcher.defaultWindow
     ) {
+        self.window = max(1, window)
         self.store = store
         self.ios = ios
         self.android = android
@@ -74,7 +75,8 @@ package struct PushDispatcher: Sendable {
     /// Devices planned, sealed and sent together. A namespace larger than this goes out in
     /// windows one after another, so a dispatch to 100,000 devices holds 2,048 envelopes and
     /// requests at a time, not 100,000.
-    static let window = 2048
+    package static let defaultWindow = 2048
+    let window: Int
 
     /// Sends `payload` to every device of `namespace`.
     package func dispatch(_ payload: PushNotificationPayload, namespace: String) async throws -> PushDispatchReport {
@@ -83,9 +85,9 @@ package struct PushDispatcher: Sendable {
         let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"
         var reports: [PushDispatchReport.Delivery] = []
         reports.reserveCapacity(devices.count)
-        for start in stride(from: 0, to: devices.count, by: Self.window) {
-            let window = devices[start..<min(start + Self.window, devices.count)]
-            reports += await dispatch(window, fitted: fitted, collapseId: collapseId, namespace: namespace)
+        for start in stride(from: 0, to: devices.count, by: window) {
+            let slice = devices[start..<min(start + window, devices.count)]
+            reports += await dispatch(slice, fitted: fitted, collapseId: collapseId, namespace: namespace)
         }
         return PushDispatchReport(deliveries: reports)
     }

@@ -230,7 +230,7 @@ func run(_ options: Options) async throws -> Int32 {
     func hub(ios: String, android: String) throws -> NativePush {
         let environment = providers.environment(iosMode: ios, androidMode: android, dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
-        return try NativePush(configuration: configuration, store: store, requestTimeout: timeout)
+        return try NativePush(configuration: configuration, store: store, runtime: NativePush.Configuration(timeouts: .init(request: timeout)))
     }
     let direct = try hub(ios: "apns", android: "fcm")
     let relay = try hub(ios: "relay", android: "relay")

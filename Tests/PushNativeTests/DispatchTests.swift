@@ -22,7 +22,8 @@ final class Hub: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-hub-\(UUID().uuidString)").path
         let environment = self.providers.environment(iosMode: ios, androidMode: android, dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory)
-        push = try NativePush(configuration: configuration, store: try SQLitePushDeviceStore(directory: directory), requestTimeout: timeout)
+        push = try NativePush(configuration: configuration, store: try SQLitePushDeviceStore(directory: directory),
+            runtime: NativePush.Configuration(timeouts: .init(request: timeout)))
         iosKey = try PushKey.generate()
         phoneKey = try PushKey.generate()
     }

@@ -211,8 +211,8 @@ final class TextCapturingLogger: PushLogger {
             captured += [pushConfiguration.description, String(reflecting: pushConfiguration), pushConfiguration.jsonValue.canonicalString]
             captured += pushConfiguration.diagnostics.map(\.description)
             let push = try NativePush(
-                configuration: pushConfiguration, store: try SQLitePushDeviceStore(directory: dataDirectory), logger: logger,
-                requestTimeout: .seconds(1))
+                configuration: pushConfiguration, store: try SQLitePushDeviceStore(directory: dataDirectory),
+                runtime: NativePush.Configuration(timeouts: .init(request: .seconds(1))), logger: logger)
             let devices = try world.devices(ios: configuration.ios, android: configuration.android, scenarios: configuration.scenarios)
             for device in devices {
                 var fields: [String: JSONValue] = [
