@@ -29,7 +29,7 @@ test:
 test-sanitize:
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
-	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/scripts/tsan.supp" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp" $(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan --no-parallel
 
