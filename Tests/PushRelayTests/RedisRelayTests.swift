@@ -1,0 +1,202 @@
+import Foundation
+import Glibc
+import PushEnvelope
+import PushHTTP
+import PushLoopbackServer
+import PushSync
+import PushTestSupport
+import PushTransports
+import Testing
+
+@testable import PushRelay
+
+/// Relay instances sharing one real Redis (`RELAY_REDIS_URL`): one budget per token and per IP
+/// whichever instance a push reaches, and fail-open when Redis goes away (limits decided in
+/// memory, said in the log and the metrics, shared again once Redis is back).
+@Suite struct RedisRelayTests {
+    /// The Redis key of an iOS token's bucket.
+    static func deviceKey(_ token: String) -> String {
+        PushRelayRedisConfiguration.defaultKeyPrefix + "device:" + RelayPush.deviceKey(platform: .ios, token: token)
+    }
+
+    @Test func the31stPushForATokenIsRefusedWhicheverInstanceGetsIt() async throws {
+        let redis = try RedisTestServer()
+        let a = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url])
+        let b = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url])
+        // The spec's numbers: 30 a minute, burst 30, spread over both instances.
+        for i in 0..<30 {
+            let relay = i % 3 == 0 ? a : b
+            #expect(try await relay.push(iosPush()).status == 200, "push \(i + 1)")
+        }
+        let onA = try await a.push(iosPush())
+        let onB = try await b.push(iosPush())
+        #expect(onA.status == 429 && onB.status == 429)
+        #expect(onA.text == #"{"ok":false,"code":"rate_limited"}"#)
+        // Another token is unaffected, on either.
+        #expect(try await a.push(iosPush(token: iosToken(9))).status == 200)
+        #expect(a.apnsRequests.count + b.apnsRequests.count == 31)
+        let left = try #require(Double(redis.cli("HGET", Self.deviceKey(mixedCaseToken), "tokens")))
+        #expect(left < 1)
+        let metrics = a.server.metricsText + b.server.metricsText
+        await a.stop()
+        await b.stop()
+        #expect(a.log.pushLines.filter { $0.contains("limit=device") }.count == 1)
+        #expect(b.log.pushLines.filter { $0.contains("limit=device") }.count == 1)
+        #expect(a.log.all.contains { $0.hasPrefix("rate limits: shared in redis://127.0.0.1:\(redis.port)/0") })
+        #expect(metrics.contains("hapi_push_relay_rate_limiter_degraded 0"))
+        #expect(metrics.contains("hapi_push_relay_rate_limiter_local_decisions_total 0"))
+        #expect(metrics.contains("hapi_push_relay_redis_errors_total 0"))
+    }
+
+    @Test func theClientBudgetIsSharedAcrossInstances() async throws {
+        let redis = try RedisTestServer()
+        let small = PushRelayRateLimit(burst: 4, perMinute: 4)
+        let a = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url]) { $0.clientLimit = small }
+        let b = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url]) { $0.clientLimit = small }
+        func send(_ relay: RelayFixture, _ token: Int, from source: String) async -> Int? {
+            await RawHTTP.exchange(
+                port: relay.server.port,
+                RawHTTP.request("POST", "/v1/push", headers: ["Content-Type: application/json"], body: iosPush(token: iosToken(token)).canonicalString),
+                source: source)?.status
+        }
+        #expect(await send(a, 1, from: "127.0.0.2") == 200)
+        #expect(await send(b, 2, from: "127.0.0.2") == 200)
+        #expect(await send(a, 3, from: "127.0.0.2") == 200)
+        #expect(await send(b, 4, from: "127.0.0.2") == 200)
+        #expect(await send(a, 5, from: "127.0.0.2") == 429)
+        #expect(await send(b, 6, from: "127.0.0.2") == 429)
+        // Another address has its own budget, on both.
+        #expect(await send(b, 5, from: "127.0.0.3") == 200)
+        #expect(await send(a, 6, from: "127.0.0.3") == 200)
+        await a.stop()
+        await b.stop()
+        #expect((a.log.pushLines + b.log.pushLines).filter { $0.contains("limit=client") }.count == 2)
+        // The refused pushes cost their tokens nothing: 5 and 6 were admitted from .3.
+        #expect(a.apnsRequests.count + b.apnsRequests.count == 6)
+    }
+
+    @Test func redisKilledMidRunFailsOpenThenSharesAgainWhenBack() async throws {
+        let redis = try RedisTestServer()
+        let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url]) {
+            $0.redis?.maximumBackoff = .milliseconds(200)
+        }
+        for _ in 0..<5 { #expect(try await relay.push(iosPush()).status == 200) }
+        #expect(try redis.cli("EXISTS", Self.deviceKey(mixedCaseToken)) == "1")
+
+        redis.stop()
+        // Pushes keep being answered, limited in this process with the same numbers.
+        let token = iosToken(77)
+        let clock = ContinuousClock()
+        var slowest = Duration.zero
+        for i in 0..<31 {
+            let started = clock.now
+            let status = try await relay.push(iosPush(token: token)).status
+            slowest = max(slowest, clock.now - started)
+            #expect(status == (i < 30 ? 200 : 429), "push \(i + 1) while Redis is down")
+        }
+        // A refused connection is noticed at once; nothing here waits for a timeout.
+        #expect(slowest < .seconds(2), "slowest push while Redis was down: \(slowest)")
+        let down = relay.server.metricsText
+        #expect(metric(down, "hapi_push_relay_rate_limiter_degraded") == 1)
+        #expect(metric(down, "hapi_push_relay_redis_connected") == 0)
+        #expect((metric(down, "hapi_push_relay_redis_errors_total") ?? 0) >= 1)
+        #expect(metric(down, "hapi_push_relay_rate_limiter_local_decisions_total") == 31)
+        #expect(relay.log.all.contains { $0.hasPrefix("rate limits: redis://127.0.0.1:\(redis.port)/0 unavailable (") && $0.hasSuffix("limiting in this process until it is back") })
+
+        try redis.startAgain()
+        let back = await eventually { metric(relay.server.metricsText, "hapi_push_relay_redis_connected") == 1 }
+        #expect(back, "the limiter reconnected: \(relay.log.all.suffix(3))")
+        #expect(relay.log.all.contains { $0.contains("back after") && $0.contains("shared again (31 pushes were limited in this process meanwhile)") })
+        // Shared again: the push is decided in Redis (which restarted empty).
+        let fresh = iosToken(78)
+        #expect(try await relay.push(iosPush(token: fresh)).status == 200)
+        #expect(try redis.cli("EXISTS", Self.deviceKey(fresh)) == "1")
+        let up = relay.server.metricsText
+        #expect(metric(up, "hapi_push_relay_rate_limiter_degraded") == 0)
+        #expect(metric(up, "hapi_push_relay_rate_limiter_local_decisions_total") == 31)
+        await relay.stop()
+    }
+
+    @Test func aSilentRedisCostsAPushAtMostAboutTheCommandTimeout() async throws {
+        let redis = try RedisTestServer()
+        let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url]) {
+            $0.redis?.maximumBackoff = .milliseconds(200)
+        }
+        #expect(try await relay.push(iosPush()).status == 200)
+        let timeout = try #require(relay.server.configuration.redis?.commandTimeout)
+        redis.pause()
+        let clock = ContinuousClock()
+        var latencies: [Duration] = []
+        for i in 0..<10 {
+            let started = clock.now
+            #expect(try await relay.push(iosPush(token: iosToken(100 + i))).status == 200)
+            latencies.append(clock.now - started)
+        }
+        // The first push waits for the command timeout once; the others are decided locally at
+        // once while the limiter's thread retries. Bound: ten timeouts, far from a TCP timeout.
+        #expect(latencies.allSatisfy { $0 < timeout * 10 }, "latencies: \(latencies)")
+        #expect(latencies.dropFirst().allSatisfy { $0 < timeout * 5 }, "latencies: \(latencies)")
+        #expect(metric(relay.server.metricsText, "hapi_push_relay_rate_limiter_degraded") == 1)
+        #expect(relay.log.all.contains { $0.contains("unavailable (no answer within 100 ms)") })
+        redis.resume()
+        let back = await eventually { metric(relay.server.metricsText, "hapi_push_relay_rate_limiter_degraded") == 0 }
+        #expect(back)
+        let token = iosToken(200)
+        #expect(try await relay.push(iosPush(token: token)).status == 200)
+        #expect(try redis.cli("EXISTS", Self.deviceKey(token)) == "1")
+        await relay.stop()
+        print("redis paused: push latencies \(latencies.map { "\($0.wholeMilliseconds) ms" }.joined(separator: ", "))")
+    }
+
+    @Test func anUnreachableRedisAtStartIsNotAStartFailure() async throws {
+        let port = try RedisTestServer.freePort()
+        let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": "redis://127.0.0.1:\(port)"]) {
+            $0.redis?.maximumBackoff = .milliseconds(200)
+        }
+        #expect(relay.log.all.contains { $0.hasPrefix("rate limits: redis://127.0.0.1:\(port)/0 unavailable (") })
+        #expect(try await relay.push(iosPush()).status == 200)
+        #expect(metric(relay.server.metricsText, "hapi_push_relay_rate_limiter_degraded") == 1)
+        let redis = try RedisTestServer(port: port)
+        let back = await eventually { metric(relay.server.metricsText, "hapi_push_relay_redis_connected") == 1 }
+        #expect(back)
+        let token = iosToken(3)
+        #expect(try await relay.push(iosPush(token: token)).status == 200)
+        #expect(try redis.cli("EXISTS", Self.deviceKey(token)) == "1")
+        #expect(metric(relay.server.metricsText, "hapi_push_relay_rate_limiter_degraded") == 0)
+        await relay.stop()
+    }
+
+    @Test func aRedisThatRefusesTheConfigurationStopsTheStart() async throws {
+        let password = "right-Horse-battery-42"
+        let redis = try RedisTestServer(password: password)
+        let cases: [(url: String, mentions: String, secret: String?)] = [
+            (redis.url(host: "127.0.0.1", password: "wrong-Staple-secret-7"), "the server refused the credentials: WRONGPASS", "wrong-Staple-secret-7"),
+            ("redis://127.0.0.1:\(redis.port)", "the server requires a password", nil),
+            (redis.url(host: "127.0.0.1", database: 99), "cannot select database 99", password),
+        ]
+        for entry in cases {
+            do {
+                let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": entry.url])
+                await relay.stop()
+                Issue.record("started with \(entry.mentions)")
+            } catch let error as PushRelayStartupError {
+                #expect(error.message.hasPrefix("RELAY_REDIS_URL (redis://"), "\(error.message)")
+                #expect(error.message.contains(entry.mentions), "\(error.message)")
+                if let secret = entry.secret {
+                    #expect(!error.message.contains(secret))
+                    #expect(error.message.contains(":***@"))
+                }
+            }
+        }
+        // The right password: it starts, and the password is in nothing it says.
+        let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url])
+        #expect(try await relay.push(iosPush()).status == 200)
+        let health = try await relay.client.send(HTTPRequest(url: relay.url + "/health"))
+        let metrics = relay.server.metricsText
+        await relay.stop()
+        for text in relay.log.all + [health.text, metrics, "\(relay.server.configuration.redis as Any)"] {
+            #expect(!text.contains(password), "\(text)")
+        }
+        #expect(relay.log.all.contains("rate limits: shared in redis://:***@127.0.0.1:\(redis.port)/0"))
+    }
+}
