@@ -50,7 +50,7 @@ let package = Package(
         .systemLibrary(name: "CHapiRedis", path: "Sources/CHapiRedis", providers: [.apt(["libhiredis-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
-        .target(name: "PushSync", swiftSettings: strictSettings),
+        .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
         // The core: canonical JSON, payloads, keys and the AES-256-GCM envelope. No network.
         .target(name: "PushEnvelope", dependencies: ["CHapiOpenSSL"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
@@ -89,13 +89,13 @@ let package = Package(
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport"],
+            name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiLinux"],
             swiftSettings: strictSettings),
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushHTTP", "PushRelay", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
+            dependencies: ["PushNative", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.

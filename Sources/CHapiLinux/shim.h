@@ -4,6 +4,7 @@
 /* epoll and eventfd for the HTTP/2 engine's event loop. `struct epoll_event` is packed on
    x86-64, so Swift never touches it: these helpers take and return plain values. */
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -47,5 +48,8 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 
 /* Names the calling thread (at most 15 bytes), so `top -H`, perf and debuggers tell ours apart. */
 static inline void hapi_name_this_thread(const char *name) { pthread_setname_np(pthread_self(), name); }
+
+/* For our own executables only, never the library: one malloc arena for every thread. */
+static inline int hapi_use_one_malloc_arena(void) { return mallopt(M_ARENA_MAX, 1); }
 
 #endif

@@ -18,7 +18,8 @@ public final class SQLiteDeviceStore: DeviceStore {
     /// The JavaScript hub's table name.
     public static let defaultTableName = "fcm_devices"
     /// The schema version this code writes into `PRAGMA user_version` of databases it creates.
-    static let schemaVersion: Int64 = 1
+    /// 1: the table; 2: the listing index.
+    static let schemaVersion: Int64 = 2
 
     public struct Configuration: Sendable {
         /// The database file. Created (0600, directories 0700) when missing.
@@ -98,17 +99,101 @@ public final class SQLiteDeviceStore: DeviceStore {
 
     static let workerUnavailable = DeviceStoreError.failure.with("device database: no worker thread could be started")
 
+    /// Registrations waiting for the writer, committed together (group commit): while one
+    /// transaction runs, the next ones queue here and go in the next, each in a savepoint of
+    /// its own, so one failing registration never takes another with it. Nobody is answered
+    /// before the transaction holding their registration has committed.
+    private struct PendingUpserts {
+        struct Item {
+            let request: RegistrationRequest
+            let now: Int64
+            let continuation: UnsafeContinuation<Result<DeviceRegistration, DeviceStoreError>, Never>
+        }
+        var items: [Item] = []
+        var flushQueued = false
+    }
+
+    private let pending = Locked(PendingUpserts())
+    /// Registrations committed in one transaction at most (keeps the write lock short for other
+    /// processes).
+    static let groupCommitLimit = 256
+
     public func upsert(_ request: RegistrationRequest, now: Int64) async throws(DeviceStoreError) -> DeviceRegistration {
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<DeviceRegistration, DeviceStoreError>, Never>) in
+            let queueFlush = pending.withLock { pending in
+                pending.items.append(PendingUpserts.Item(request: request, now: now, continuation: continuation))
+                defer { pending.flushQueued = true }
+                return !pending.flushQueued
+            }
+            if queueFlush { scheduleFlush() }
+        }
+        return try result.get()
+    }
+
+    private func scheduleFlush() {
         let sql = self.sql
-        return try await writer.run(unavailable: Self.workerUnavailable) { (db) throws(DeviceStoreError) -> DeviceRegistration in
-            try Self.upsert(request, now: now, db: db, sql: sql)
+        let pending = self.pending
+        writer.post { db in
+            // Whoever finds more waiting after this batch queues the next flush: exactly one is
+            // queued while registrations wait.
+            let (batch, more) = pending.withLock { pending -> ([PendingUpserts.Item], Bool) in
+                let count = min(pending.items.count, Self.groupCommitLimit)
+                let batch = Array(pending.items.prefix(count))
+                pending.items.removeFirst(count)
+                pending.flushQueued = !pending.items.isEmpty
+                return (batch, pending.flushQueued)
+            }
+            guard !batch.isEmpty else { return }
+            guard let db else {
+                for item in batch { item.continuation.resume(returning: .failure(Self.workerUnavailable)) }
+                return
+            }
+            let results = Self.commit(batch, db: db.pointee, sql: sql)
+            if more { self.scheduleFlush() }
+            for (item, result) in zip(batch, results) { item.continuation.resume(returning: result) }
+        }
+    }
+
+    /// One transaction for the batch; each registration in a savepoint when there are several.
+    private static func commit(_ batch: [PendingUpserts.Item], db: SQLiteConnection, sql: Statements) -> [Result<DeviceRegistration, DeviceStoreError>] {
+        if batch.count == 1, let item = batch.first {
+            return [Result { () throws(DeviceStoreError) -> DeviceRegistration in try upsert(item.request, now: item.now, db: db, sql: sql) }]
+        }
+        do throws(DeviceStoreError) {
+            return try db.transaction { () throws(DeviceStoreError) -> [Result<DeviceRegistration, DeviceStoreError>] in
+                batch.map { item in
+                    Result { () throws(DeviceStoreError) -> DeviceRegistration in
+                        try db.query("SAVEPOINT registration")
+                        do throws(DeviceStoreError) {
+                            let stored = try write(item.request, now: item.now, db: db, sql: sql)
+                            try db.query("RELEASE registration")
+                            return stored
+                        } catch {
+                            _ = try? db.query("ROLLBACK TO registration")
+                            _ = try? db.query("RELEASE registration")
+                            throw error
+                        }
+                    }
+                }
+            }
+        } catch {
+            // BEGIN or COMMIT failed: nothing of the batch was written.
+            return batch.map { _ in .failure(error) }
         }
     }
 
     private static func upsert(_ request: RegistrationRequest, now: Int64, db: SQLiteConnection, sql: Statements) throws(DeviceStoreError)
         -> DeviceRegistration
     {
-        try db.transaction { () throws(DeviceStoreError) -> DeviceRegistration in
+        try db.transaction { () throws(DeviceStoreError) -> DeviceRegistration in try write(request, now: now, db: db, sql: sql) }
+    }
+
+    /// The registration's statements, inside the caller's transaction: other holders of the
+    /// token removed, then the row inserted or updated.
+    private static func write(_ request: RegistrationRequest, now: Int64, db: SQLiteConnection, sql: Statements) throws(DeviceStoreError)
+        -> DeviceRegistration
+    {
+        do {
             let platform = request.platform.rawValue
             try db.withStatement(sql.deleteOtherHoldersOfToken) { (statement) throws(DeviceStoreError) in
                 try statement.bind(1, request.token)
@@ -212,6 +297,15 @@ public final class SQLiteDeviceStore: DeviceStore {
                     )
                     """)
                 if version == 0 { try db.execute("PRAGMA user_version = \(schemaVersion)") }
+            }
+            // Version 2 (our own tables only, created now or by version 1): a covering index in
+            // listing order, so a dispatch's device read is one range scan, with no row lookups
+            // and no sort. It duplicates the rows; an adopted hub database is left without it.
+            let ours = !exists || (1...schemaVersion).contains(version)
+            if ours {
+                try db.execute(
+                    "CREATE INDEX IF NOT EXISTS \"\(table)_listing\" ON \"\(table)\" (namespace, updated_at, id, device_id, platform, token, push_key, created_at)")
+                if version >= 1 && version < schemaVersion { try db.execute("PRAGMA user_version = \(schemaVersion)") }
             }
             // Version 1 is the first schema; later versions add their steps here, each guarded
             // by `version < N` and only for databases whose table this code created.
@@ -322,8 +416,10 @@ public final class SQLiteDeviceStore: DeviceStore {
                 + " RETURNING created_at"
             unregister = "DELETE FROM \(t) WHERE namespace = ?1 AND (token = ?2 OR (platform = 'ios' AND token = ?3))"
             prune = "DELETE FROM \(t) WHERE namespace = ?1 AND token = ?2 AND updated_at <= ?3"
+            // With an INTEGER PRIMARY KEY, `id` is the rowid: the listing index holds it in order.
             list =
-                "SELECT device_id, platform, token, push_key, created_at, updated_at FROM \(t) WHERE namespace = ? ORDER BY updated_at DESC, rowid DESC"
+                "SELECT device_id, platform, token, push_key, created_at, updated_at FROM \(t) WHERE namespace = ? ORDER BY updated_at DESC, "
+                + (idIsInteger ? "id DESC" : "rowid DESC")
         }
     }
 }

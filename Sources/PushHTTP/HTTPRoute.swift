@@ -1,5 +1,6 @@
 import CHapiCurl
 import Glibc
+import PushSync
 
 /// Where one request goes, parsed once by `HTTPClient.send` (with libcurl's URL parser): the
 /// origin that selects a connection pool, and the `:path` the HTTP/2 engine sends.
@@ -35,8 +36,67 @@ struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension HTTPRoute {
+    /// Origins already parsed, by the URL text before the path (`https://api.push.apple.com`):
+    /// a dispatch sends thousands of requests to one origin, and libcurl's parser allocates a
+    /// string per part on every call. Bounded: cleared when full.
+    private static let knownOrigins = Locked<[Substring: HTTPOrigin]>([:])
+    static let knownOriginLimit = 64
+
     /// Parses an absolute `http`/`https` URL. The fragment is dropped (it is never sent).
+    ///
+    /// A URL whose scheme and authority were seen before and whose path is plain (printable
+    /// ASCII, no `%`, `#`, `@` or dot segments, which libcurl's parser would rewrite) takes the
+    /// fast path: the cached origin and the path as given. Anything else goes through libcurl.
     static func parse(_ url: String) throws(HTTPClientError) -> HTTPRoute {
+        if let route = fastParse(url) { return route }
+        let route = try fullParse(url)
+        if let (prefix, _) = split(url) {
+            knownOrigins.withLock { known in
+                if known.count >= knownOriginLimit { known.removeAll(keepingCapacity: true) }
+                known[prefix] = route.origin
+            }
+        }
+        return route
+    }
+
+    /// `https://host:port` and the rest, when the authority is plain (no user info, no IPv6).
+    private static func split(_ url: String) -> (Substring, Substring)? {
+        guard let schemeEnd = url.utf8.firstIndex(of: UInt8(ascii: ":")),
+            url.utf8[schemeEnd...].starts(with: "://".utf8)
+        else { return nil }
+        let authorityStart = url.utf8.index(schemeEnd, offsetBy: 3)
+        let rest = url.utf8[authorityStart...]
+        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? url.utf8.endIndex
+        guard authorityEnd > authorityStart,
+            !url.utf8[authorityStart..<authorityEnd].contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "[") })
+        else { return nil }
+        return (Substring(url.utf8[..<authorityEnd]), Substring(url.utf8[authorityEnd...]))
+    }
+
+    private static func fastParse(_ url: String) -> HTTPRoute? {
+        guard let (prefix, path) = split(url), path.utf8.first == UInt8(ascii: "/"),
+            let origin = knownOrigins.withLock({ $0[prefix] })
+        else { return nil }
+        var previous: UInt8 = 0
+        var dotRun = 0
+        for byte in path.utf8 {
+            guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: "#"), byte != UInt8(ascii: "@") else {
+                return nil
+            }
+            if byte == UInt8(ascii: "?") { break }  // dots in a query are not segments
+            if byte == UInt8(ascii: ".") {
+                dotRun = previous == UInt8(ascii: "/") || dotRun > 0 ? dotRun + 1 : 0
+            } else {
+                if byte == UInt8(ascii: "/"), dotRun == 1 || dotRun == 2 { return nil }  // "/./" or "/../"
+                dotRun = 0
+            }
+            previous = byte
+        }
+        if dotRun == 1 || dotRun == 2 { return nil }  // a trailing "/." or "/.."
+        return HTTPRoute(origin: origin, path: String(path))
+    }
+
+    private static func fullParse(_ url: String) throws(HTTPClientError) -> HTTPRoute {
         guard !url.utf8.contains(0) else {
             throw HTTPClientError(.invalidRequest, detail: "the URL contains a NUL byte")
         }

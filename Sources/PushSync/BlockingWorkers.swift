@@ -1,3 +1,4 @@
+import CHapiLinux
 import Glibc
 
 /// A few dedicated pthreads that run blocking work (SQLite, libpq) so that no Swift concurrency
@@ -47,7 +48,7 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         pthread_cond_init(wakeup, nil)
         state = State(mutex: mutex, wakeup: wakeup)
         for _ in 0..<max(1, count) {
-            let context = WorkerContext(state: state, makeResource: makeResource)
+            let context = WorkerContext(state: state, name: name, makeResource: makeResource)
             if Self.spawn(context) {
                 pthread_mutex_lock(mutex)
                 state.running += 1
@@ -78,6 +79,12 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Queues `body` without waiting for it: it runs on a worker with the worker's resource, or
+    /// with nil if no worker can ever run it. For callers that resume their own waiters.
+    package func post(_ body: @escaping @Sendable (UnsafeMutablePointer<Resource>?) -> Void) {
+        enqueue(body)
+    }
+
     private func enqueue(_ job: @escaping Job) {
         pthread_mutex_lock(mutex)
         guard state.running > 0, !state.stopping else {
@@ -102,10 +109,12 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
 
     private final class WorkerContext {
         let state: State
+        let name: String
         let makeResource: @Sendable () -> Resource
 
-        init(state: State, makeResource: @escaping @Sendable () -> Resource) {
+        init(state: State, name: String, makeResource: @escaping @Sendable () -> Resource) {
             self.state = state
+            self.name = String(name.utf8.prefix(15)) ?? "hapi-worker"
             self.makeResource = makeResource
         }
 
@@ -124,6 +133,7 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         }
 
         func main() {
+            hapi_name_this_thread(name)  // top -H, perf and debuggers tell the store's threads apart
             var resource = makeResource()
             pthread_mutex_lock(state.mutex)
             while true {

@@ -1,3 +1,4 @@
+import CHapiLinux
 import Glibc
 
 /// A value behind a `pthread_mutex_t`.

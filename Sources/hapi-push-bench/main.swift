@@ -5,6 +5,7 @@ import Foundation
 import PushLoopbackServer
 import PushHTTP
 import PushNative
+import PushSync
 import PushRelay
 import PushTestSupport
 
@@ -117,19 +118,43 @@ func benchRegistry() async throws {
     print("\n== Device registry (SQLite, WAL; \(count) registrations across 1000 namespaces) ==")
     let reference = rawSQLiteInserts(path: directory + "-raw.sqlite3", count: count)
     try? FileManager.default.removeItem(atPath: directory + "-raw.sqlite3")
+    // Half the rows one after another (each call waits for the last), half from eight tasks at
+    // once, as a hub's registrations arrive: the store's thread then never waits for a caller.
+    let half = count / 2
     let elapsed = try await secondsAsync {
-        for (i, request) in requests.enumerated() { _ = try await store.upsert(request, now: Int64(i)) }
+        for i in 0..<half { _ = try await store.upsert(requests[i], now: Int64(i)) }
     }
-    let rate = Double(count) / elapsed
+    let concurrentElapsed = try await secondsAsync {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    for i in stride(from: half + lane, to: count, by: 8) { _ = try await store.upsert(requests[i], now: Int64(i)) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+    let rate = Double(half) / elapsed
+    let concurrentRate = Double(count - half) / concurrentElapsed
     let referenceRate = Double(count) / reference
     print("raw INSERT per transaction (reference) \(format(referenceRate))")
-    print("validated upsert + token dedup         \(format(rate))   ratio \(String(format: "%.2f", rate / referenceRate))")
+    print("validated upsert + token dedup         \(format(rate))   ratio \(String(format: "%.2f", rate / referenceRate))   (one caller)")
+    print("  the same from 8 callers at once      \(format(concurrentRate))   ratio \(String(format: "%.2f", concurrentRate / referenceRate))")
     let lists = 2000
     var listed = 0
     let listElapsed = try await secondsAsync {
         for i in 0..<lists { listed += try await store.devices(namespace: "ns-\(i % 1000)", platforms: nil).count }
     }
     print(String(format: "list one namespace of %d devices        %12.3f ms", listed / lists, listElapsed / Double(lists) * 1000))
+    // What every store call pays to leave the Swift concurrency pool and come back (the rule:
+    // no SQLite call on a cooperative thread), measured with an empty job on a worker thread.
+    let workers = BlockingWorkers<Void>(name: "hapi-bench-hop", count: 1) { () }
+    let hops = 20_000
+    struct NoThread: Error {}
+    let hopElapsed = await secondsAsync {
+        for _ in 0..<hops { _ = try? await workers.run(unavailable: NoThread()) { (_: inout Void) throws(NoThread) -> Int in 0 } }
+    }
+    print(String(format: "  of which the thread round trip         %12.3f ms  (an empty job on a store thread)", hopElapsed / Double(hops) * 1000))
 }
 
 /// A raw libpq session: the reference the PostgreSQL store is measured against.

@@ -1,3 +1,4 @@
+import CHapiLinux
 import Foundation
 import PushNative
 
@@ -76,4 +77,8 @@ func usageFailure(_ message: String) -> Int32 {
     return ExitCode.usage.rawValue
 }
 
+// This process is ours, not a host's: one malloc arena for all its threads. With one arena per
+// thread (glibc's default), memory freed by the HTTP/2 thread is not reused by the dispatch's
+// threads, and a send to 10,000 devices peaks ~3 MB higher for nothing.
+_ = hapi_use_one_malloc_arena()
 exit(await runCommand(Array(CommandLine.arguments.dropFirst())))

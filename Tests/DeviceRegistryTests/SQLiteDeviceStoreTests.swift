@@ -46,6 +46,67 @@ import Testing
         #expect(columns == ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"])
     }
 
+    @Test func concurrentRegistrationsCommitTogetherAndOneFailureTakesNoOtherWithIt() async throws {
+        let dir = TemporaryDirectory()
+        let store = try SQLiteDeviceStore(directory: dir.path)
+        do {
+            // A row the database itself refuses, to fail one registration inside a shared transaction.
+            let side = try SQLiteConnection(path: dir.file(SQLiteDeviceStore.defaultFileName), busyTimeoutMilliseconds: 5000)
+            try side.execute(
+                "CREATE TRIGGER poison BEFORE INSERT ON fcm_devices WHEN NEW.device_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END")
+        }
+        let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+            for index in 0..<300 {
+                let deviceId = index == 150 ? "poison" : "d\(index)"
+                let registration = try request(deviceId: deviceId, token: "tok-\(index)")
+                group.addTask {
+                    do {
+                        _ = try await store.upsert(registration, now: Int64(index))
+                        return (deviceId, true)
+                    } catch {
+                        return (deviceId, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [String: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes["poison"] == false)
+        #expect(outcomes.values.filter { $0 }.count == 299)
+        let listed = try await store.devices(namespace: "ns", platforms: nil)
+        #expect(listed.count == 299)
+        #expect(!listed.contains { $0.deviceId == "poison" })
+    }
+
+    @Test func listingIsOneScanOfACoveringIndexAndVersionOneDatabasesGainIt() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file(SQLiteDeviceStore.defaultFileName)
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
+        do {
+            // A database as version 1 of this code left it: the table and the token index only.
+            let old = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
+            try old.execute(
+                """
+                CREATE TABLE fcm_devices (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, token TEXT NOT NULL,
+                    platform TEXT NOT NULL, device_id TEXT NOT NULL, push_key TEXT, created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL, UNIQUE (namespace, device_id, platform));
+                CREATE INDEX fcm_devices_token ON fcm_devices (token);
+                INSERT INTO fcm_devices (namespace, token, platform, device_id, push_key, created_at, updated_at)
+                    VALUES ('ns', 'tok-a', 'phone', 'a', NULL, 1, 1), ('ns', 'tok-b', 'phone', 'b', NULL, 2, 2);
+                PRAGMA user_version = 1;
+                """)
+        }
+        let store = try SQLiteDeviceStore(directory: dir.path)
+        #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["b", "a"])
+        let check = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
+        #expect(try check.query("PRAGMA user_version").first?.first?.integer == 2)
+        let plan = try check.query(
+            "EXPLAIN QUERY PLAN SELECT device_id, platform, token, push_key, created_at, updated_at FROM fcm_devices WHERE namespace = 'ns' ORDER BY updated_at DESC, id DESC"
+        ).compactMap { $0.last?.text }.joined(separator: " | ")
+        #expect(plan.contains("COVERING INDEX fcm_devices_listing"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+
     @Test func refusesAFileThatIsNotADatabaseAndLeavesItUntouched() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("garbage.sqlite3")
