@@ -29,14 +29,14 @@ import Testing
 
     @Test func aHostNameIsSentAsSNIAndCheckedWithTheCAFromRelayCAFile() async throws {
         let redis = try RedisTestServer(transport: .tls(names: "DNS:localhost"))
-        let providers = try LoopbackProviders()
-        defer { providers.stop() }
-        // One bundle for the providers' CA and Redis's: RELAY_CA_FILE serves both.
-        let bundle = providers.directory + "/both.pem"
-        let pem = try String(contentsOfFile: providers.caBundlePath, encoding: .utf8) + "\n"
-            + String(contentsOfFile: try #require(redis.caPath), encoding: .utf8)
-        try Data(pem.utf8).write(to: URL(fileURLWithPath: bundle))
-        let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url(host: "localhost"), "RELAY_CA_FILE": bundle])
+        let redisCA = try #require(redis.caPath)
+        // One bundle for the relay's own stand-ins' CAs and Redis's: RELAY_CA_FILE serves both.
+        let relay = try await RelayFixture.start(environment: { providers in
+            let bundle = providers.directory + "/both.pem"
+            let pem = try String(contentsOfFile: providers.caBundlePath, encoding: .utf8) + "\n" + String(contentsOfFile: redisCA, encoding: .utf8)
+            try Data(pem.utf8).write(to: URL(fileURLWithPath: bundle))
+            return ["RELAY_REDIS_URL": redis.url(host: "localhost"), "RELAY_CA_FILE": bundle]
+        })
         #expect(relay.server.configuration.redis?.caFileVariable == "RELAY_CA_FILE")
         let answer = try await relay.push(iosPush())
         #expect(answer.status == 200, "\(answer.text) \(relay.log.all)")

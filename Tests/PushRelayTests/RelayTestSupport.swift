@@ -81,9 +81,16 @@ final class RelayFixture: Sendable {
     static func start(
         environment extra: [String: String] = [:], adjust: (inout PushRelayConfiguration) -> Void = { _ in }
     ) async throws -> RelayFixture {
+        try await start(environment: { _ in extra }, adjust: adjust)
+    }
+
+    /// `start`, with variables that depend on this fixture's own stand-ins (their CA bundle).
+    static func start(
+        environment extra: (LoopbackProviders) throws -> [String: String], adjust: (inout PushRelayConfiguration) -> Void = { _ in }
+    ) async throws -> RelayFixture {
         let providers = try LoopbackProviders()
         do {
-            var configuration = try PushRelayConfiguration(environment: relayEnvironment(providers).merging(extra) { $1 })
+            var configuration = try PushRelayConfiguration(environment: relayEnvironment(providers).merging(try extra(providers)) { $1 })
             adjust(&configuration)
             let log = LogCapture()
             let server = try await PushRelayServer.start(configuration: configuration, log: log.sink)
