@@ -185,8 +185,9 @@ final class RedisAdmissionLoop {
             shared.queue.removeFirst(count)
             shared.unlock()
             let (verdicts, lost) = run(batch)
-            for (job, verdict) in zip(batch, verdicts) { job.continuation.resume(returning: verdict) }
+            // The loss is recorded first, so a push decided locally finds the status degraded.
             if let lost { connectionLost(lost) }
+            for (job, verdict) in zip(batch, verdicts) { job.continuation.resume(returning: verdict) }
             discardPendingSIGPIPE()
             shared.lock()
         }
@@ -226,19 +227,20 @@ final class RedisAdmissionLoop {
             link = established
             failures = 0
             error = nil
-            report.connected()
         case .failure(let failure):
             failures += 1
             nextAttempt = RedisTLSLink.monotonicMilliseconds() + backoff(failures)
             error = failure
-            report.failed(failure, connection: true)
         }
+        // Pushes may queue before the status says connected, never the other way round: a
+        // caller that sees "connected" has its next push decided in Redis.
         shared.lock()
         shared.up = error == nil
         let waiters = shared.firstWaiters
         shared.firstWaiters.removeAll()
         if shared.firstResult == nil { shared.firstResult = .some(error) }
         shared.unlock()
+        if let error { report.failed(error, connection: true) } else { report.connected() }
         for waiter in waiters { waiter.resume(returning: error) }
     }
 
@@ -348,6 +350,9 @@ final class RedisAdmissionLoop {
         }
     }
 
+    /// Script errors after which the connection is dropped and made again.
+    static let connectionEndingErrors: Set<String> = ["READONLY", "LOADING", "MASTERDOWN"]
+
     /// Errors that say "not now" rather than "not this configuration".
     private static func classify(_ reply: RedisReply, _ refusal: RedisLinkError) -> RedisLinkError {
         let transient: Set<String> = ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "OOM"]
@@ -384,6 +389,11 @@ final class RedisAdmissionLoop {
                     decided += 1
                 } else if reply.errorCode == "NOSCRIPT" {
                     missingScript.append(index)
+                } else if let code = reply.errorCode, Self.connectionEndingErrors.contains(code) {
+                    // A replica after a fail-over, or a server still loading: this connection
+                    // will not decide anything soon. Drop it; the reconnection (by name, so a
+                    // moved DNS entry is followed) finds the new primary.
+                    return (none, RedisLinkError(.unavailable, "the server cannot run the rate-limit script: \(reply.errorMessage ?? code)"))
                 } else {
                     report.failed(RedisLinkError(.unavailable, reply.errorMessage.map { "the rate-limit script failed: \($0)" } ?? "the rate-limit script gave an unexpected answer"))
                 }

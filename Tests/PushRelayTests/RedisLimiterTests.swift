@@ -210,6 +210,37 @@ func eventually(seconds: Double = 10, _ condition: () throws -> Bool) async reth
         }
     }
 
+    @Test func aPrimaryTurnedReplicaIsLeftUntilItIsAPrimaryAgain() async throws {
+        let primary = try RedisTestServer()
+        let redis = try RedisTestServer()
+        let limiter = RedisPushRelayRateLimiter(configuration: try redisConfiguration(redis), deviceLimit: PushRelayRateLimit(burst: 3, perMinute: 1))
+        #expect(await limiter.firstConnection() == nil)
+        #expect(await limiter.admit(client: "ip", device: deviceDigest(1)) == .admitted)
+        // A fail-over demotes it: the script's writes get READONLY. Decided locally, the
+        // connection dropped and made again, not a stream of errors on a dead end.
+        #expect(try redis.cli("REPLICAOF", "127.0.0.1", String(primary.port)) == "OK")
+        #expect(await limiter.admit(client: "ip", device: deviceDigest(2)) == .admitted)
+        #expect(limiter.status.isDegraded && limiter.status.localDecisions == 1)
+        #expect(limiter.status.lastError?.contains("READONLY") == true, "\(limiter.status.lastError ?? "")")
+        #expect(try redis.cli("REPLICAOF", "NO", "ONE") == "OK")
+        let back = await eventually {
+            _ = try? redis.cli("PING")
+            return !limiter.status.isDegraded && limiter.status.isConnected
+        }
+        #expect(back, "\(limiter.status)")
+        // Decided in Redis again (the promoted server holds the primary's empty data set).
+        let before = limiter.status.localDecisions
+        var decidedInRedis = false
+        for _ in 0..<50 where !decidedInRedis {
+            _ = await limiter.admit(client: "ip", device: deviceDigest(3))
+            decidedInRedis = limiter.status.localDecisions == before
+            if !decidedInRedis { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(decidedInRedis)
+        #expect(try redis.cli("EXISTS", String(decoding: limiter.deviceKey(deviceDigest(3)), as: UTF8.self)) == "1")
+        await limiter.shutdown()
+    }
+
     @Test func aShutDownLimiterDecidesInMemory() async throws {
         let redis = try RedisTestServer()
         let limiter = RedisPushRelayRateLimiter(configuration: try redisConfiguration(redis), deviceLimit: PushRelayRateLimit(burst: 1, perMinute: 1))
