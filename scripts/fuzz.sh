@@ -5,6 +5,7 @@
 #   FUZZ_SECONDS=60 scripts/fuzz.sh            # 60 s per target
 #   FUZZ_TARGETS="json classify" scripts/fuzz.sh
 #   FUZZ_SAVE_CORPUS=1 scripts/fuzz.sh         # merge inputs that add coverage into the seeds
+#   FUZZ_RUNS=10000000 FUZZ_SECONDS=86400 scripts/fuzz.sh   # a campaign: stop each target after 10 million executions
 #
 # Crashing inputs go to Tests/Fuzz/artifacts/<target>/ (gitignored). Exits 1 if any target
 # crashed: turn each crash into a case in Tests/*/FuzzRegressionTests.swift.
@@ -13,10 +14,12 @@ cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-150}
-TARGETS=${FUZZ_TARGETS:-registration envelope settings json classify}
+TARGETS=${FUZZ_TARGETS:-registration envelope settings json classify url credentials sanitize}
 BUILD_DIR=${FUZZ_BUILD_DIR:-/tmp/hapi-push-fuzz-build}
 MAX_LEN=${FUZZ_MAX_LEN:-8192}
 [[ "$SECONDS_PER_TARGET" =~ ^[1-9][0-9]*$ ]] || { echo "error: FUZZ_SECONDS must be a positive integer" >&2; exit 2; }
+RUNS=${FUZZ_RUNS:-}
+[[ -z "$RUNS" || "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "error: FUZZ_RUNS must be a positive integer" >&2; exit 2; }
 
 binary_name() {
   case "$1" in
@@ -25,7 +28,10 @@ binary_name() {
     settings) echo FuzzSettings ;;
     json) echo FuzzJSON ;;
     classify) echo FuzzClassify ;;
-    *) echo "error: unknown fuzz target '$1' (registration envelope settings json classify)" >&2; exit 2 ;;
+    url) echo FuzzURL ;;
+    credentials) echo FuzzCredentials ;;
+    sanitize) echo FuzzSanitize ;;
+    *) echo "error: unknown fuzz target '$1' (registration envelope settings json classify url credentials sanitize)" >&2; exit 2 ;;
   esac
 }
 for target in $TARGETS; do binary_name "$target" >/dev/null; done
@@ -61,7 +67,7 @@ for target in $TARGETS; do
   echo "fuzzing $target for ${SECONDS_PER_TARGET}s"
   status=0
   # TMPDIR: the settings harness keeps its scratch settings.json there, removed with $WORK.
-  TMPDIR="$WORK" "$binary" "$corpus" -max_total_time="$SECONDS_PER_TARGET" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
+  TMPDIR="$WORK" "$binary" "$corpus" -max_total_time="$SECONDS_PER_TARGET" ${RUNS:+-runs="$RUNS"} -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -detect_leaks=0 -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
   crashes=$(( $(find "$artifacts" -type f | wc -l) - before ))
   if [ "$status" -ne 0 ] || [ "$crashes" -gt 0 ]; then

@@ -15,6 +15,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <string.h>
 
 /* OPENSSL_free is a macro; Swift needs a function. */
 static inline void hapi_openssl_free(void *ptr) { OPENSSL_free(ptr); }
@@ -34,5 +35,32 @@ static inline long hapi_ssl_ctx_set_client_modes(SSL_CTX *ctx) {
     return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
 }
 static inline int hapi_ssl_set_sni(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
+/* PEM reading that never prompts. With a NULL callback OpenSSL's default one asks for a pass
+   phrase on the terminal (or on stderr without one) and blocks the caller: a library must never.
+   This callback refuses every pass phrase and records, through `asked` (an int, may be NULL),
+   that one was wanted, so the caller can say "encrypted" rather than "malformed". */
+static inline int hapi_pem_refuse_passphrase(char *buffer, int size, int rwflag, void *asked) {
+    (void)buffer; (void)size; (void)rwflag;
+    if (asked != NULL) *(int *)asked = 1;
+    return -1;
+}
+static inline EVP_PKEY *hapi_pem_read_private_key_no_prompt(BIO *bio, int *asked) {
+    return PEM_read_bio_PrivateKey(bio, NULL, hapi_pem_refuse_passphrase, asked);
+}
+static inline X509 *hapi_pem_read_x509_no_prompt(BIO *bio) {
+    return PEM_read_bio_X509(bio, NULL, hapi_pem_refuse_passphrase, NULL);
+}
+static inline EVP_PKEY *hapi_pem_read_pubkey_no_prompt(BIO *bio) {
+    return PEM_read_bio_PUBKEY(bio, NULL, hapi_pem_refuse_passphrase, NULL);
+}
+/* Tests only: a PEM key encrypted with `passphrase` (PKCS#8, or the traditional
+   "Proc-Type: 4,ENCRYPTED" form), to prove the readers above refuse it without prompting. */
+static inline int hapi_test_write_encrypted_key(BIO *bio, EVP_PKEY *key, const char *passphrase, int traditional) {
+    int length = (int)strlen(passphrase);
+    if (traditional)
+        return PEM_write_bio_PrivateKey_traditional(bio, key, EVP_aes_256_cbc(), (unsigned char *)passphrase, length, NULL, NULL);
+    return PEM_write_bio_PKCS8PrivateKey(bio, key, EVP_aes_256_cbc(), passphrase, length, NULL, NULL);
+}
 
 #endif

@@ -333,7 +333,11 @@ final class CurlEasyHandle {
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_HTTP2,
             CURLE_HTTP2_STREAM, CURLE_HTTP3:
             return .connectionLost
-        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+        // The URL was validated before the transfer began, so an unsupported protocol now is
+        // the answer's: libcurl reports a reply without a status line as HTTP/0.9 this way.
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING:
+            return .badResponse
+        case CURLE_URL_MALFORMAT:
             return .invalidRequest
         default:
             return .other

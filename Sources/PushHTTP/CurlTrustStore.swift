@@ -1,4 +1,5 @@
 import CHapiCurl
+import CHapiOpenSSL
 import Glibc
 
 /// The CA certificates an `HTTPClient` trusts when an additional CA file is configured: the
@@ -13,23 +14,55 @@ import Glibc
 ///
 /// The memory is immutable after init and freed in deinit, which runs only after the loop
 /// thread has cleaned up the multi handle (the loop holds the store until then).
-final class CurlTrustStore: @unchecked Sendable {
+package final class CurlTrustStore: @unchecked Sendable {
     private let bytes: UnsafeMutableRawBufferPointer
 
     /// Largest CA file accepted: a full system bundle is ~200 KB.
     static let maximumFileBytes = 4 << 20
 
-    /// The operator's CA file, checked: readable, at most 4 MiB, with a PEM certificate in it.
-    static func readAdditionalCAFile(_ path: String) throws(HTTPClientError) -> [UInt8] {
-        guard let extra = readFile(path, limit: maximumFileBytes) else {
-            throw HTTPClientError(
-                .invalidConfiguration, detail: "additionalTrustedCAFile cannot be read (missing, unreadable or over 4 MiB)")
+    /// The operator's CA file, checked: the one check `hapi-push config`, `PushConfiguration`
+    /// and the client share, so a file refused here is reported at load and ignored there, and
+    /// never brings a client down. A regular file (not a directory, a device such as /dev/zero,
+    /// or a pipe that would block), at most 4 MiB, holding at least one certificate OpenSSL can
+    /// parse. The error's detail names the path and what is wrong.
+    package static func readAdditionalCAFile(_ path: String) throws(HTTPClientError) -> [UInt8] {
+        func refuse(_ why: String) -> HTTPClientError { HTTPClientError(.invalidConfiguration, detail: "\(path) \(why)") }
+        // O_NONBLOCK: opening a FIFO must not wait for a writer.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { throw refuse("cannot be read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw refuse("cannot be read: \(String(cString: strerror(errno)))") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw refuse((info.st_mode & S_IFMT) == S_IFDIR ? "is a directory, not a PEM file" : "is not a regular file (a device or a pipe)")
         }
-        guard containsPEMCertificate(extra) else {
-            throw HTTPClientError(
-                .invalidConfiguration, detail: "additionalTrustedCAFile holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        guard info.st_size <= maximumFileBytes else { throw refuse("is larger than 4 MiB: not a CA file") }
+        guard let extra = readAll(fd, limit: maximumFileBytes) else { throw refuse("cannot be read (or grew past 4 MiB)") }
+        guard !extra.isEmpty else { throw refuse("is empty") }
+        let certificates = countCertificates(extra)
+        guard certificates > 0 else {
+            let text = String(decoding: extra.prefix(1 << 16), as: UTF8.self)
+            if text.contains("PRIVATE KEY-----") {
+                throw refuse("holds a private key, not a certificate: give the CA's certificate (-----BEGIN CERTIFICATE-----)")
+            }
+            throw refuse("holds no PEM certificate (-----BEGIN CERTIFICATE-----) that OpenSSL can read")
         }
         return extra
+    }
+
+    /// How many PEM certificates OpenSSL parses from `pem` (never prompting for a pass phrase).
+    static func countCertificates(_ pem: [UInt8]) -> Int {
+        pem.withUnsafeBytes { raw -> Int in
+            guard raw.count <= Int(Int32.max), let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return 0 }
+            defer { BIO_free(bio) }
+            var count = 0
+            while let certificate = hapi_pem_read_x509_no_prompt(bio) {
+                X509_free(certificate)
+                count += 1
+            }
+            ERR_clear_error()
+            return count
+        }
     }
 
     /// The system bundle (if libcurl names one and it is readable) followed by `extra`.
@@ -74,20 +107,16 @@ final class CurlTrustStore: @unchecked Sendable {
         return known.first { access($0, R_OK) == 0 }
     }
 
-    static func containsPEMCertificate(_ bytes: [UInt8]) -> Bool {
-        let marker = Array("-----BEGIN CERTIFICATE-----".utf8)
-        guard bytes.count >= marker.count else { return false }
-        for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
-            if bytes[start..<(start + marker.count)].elementsEqual(marker) { return true }
-        }
-        return false
-    }
-
     /// The whole file, or nil if it cannot be read or exceeds `limit`.
     static func readFile(_ path: String, limit: Int) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        return readAll(fd, limit: limit)
+    }
+
+    /// Everything `fd` holds, or nil on an error or beyond `limit`.
+    static func readAll(_ fd: Int32, limit: Int) -> [UInt8]? {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {

@@ -16,6 +16,7 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case cancelled
         case shutdown
         case responseTooLarge
+        case badResponse
         case invalidRequest
         case invalidConfiguration
         case other
@@ -58,6 +59,9 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// The response body exceeded `Configuration.maximumResponseBodyBytes`; the transfer
     /// was aborted.
     package static let responseTooLarge = HTTPClientError(.responseTooLarge)
+    /// The server answered something that is not HTTP (garbage, HTTP/0.9, a malformed status
+    /// line or headers): its fault, not our request's. It may have processed the request.
+    package static let badResponse = HTTPClientError(.badResponse)
     /// The request is malformed: not an absolute http(s) URL, a bad method token, or a header
     /// name or value that would break the framing.
     package static let invalidRequest = HTTPClientError(.invalidRequest)
@@ -84,6 +88,7 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case .cancelled: "the request was cancelled"
         case .shutdown: "the HTTP client was shut down"
         case .responseTooLarge: "the response body exceeded the configured maximum"
+        case .badResponse: "the server's answer is not valid HTTP"
         case .invalidRequest: "invalid request"
         case .invalidConfiguration: "invalid HTTP client configuration"
         case .other: "the HTTP transfer failed"

@@ -77,7 +77,7 @@ final class TLSClientContext: @unchecked Sendable {
         guard let bio else { throw HTTPClientError(.other, detail: "BIO_new_mem_buf failed") }
         defer { BIO_free(bio) }
         var added = 0
-        while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+        while let certificate = hapi_pem_read_x509_no_prompt(bio) {
             // A certificate already present (the same CA twice) is not an error.
             if X509_STORE_add_cert(store, certificate) == 1 { added += 1 }
             X509_free(certificate)

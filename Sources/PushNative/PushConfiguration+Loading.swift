@@ -2,6 +2,7 @@ import DeviceRegistry
 import DeviceRegistryPostgres
 import Foundation
 import PushEnvelope
+import PushHTTP
 import PushTransports
 
 extension PushConfiguration {
@@ -43,7 +44,12 @@ extension PushConfiguration {
             if let fromEnvironment {
                 resolved = ResolvedSetting(value: fromEnvironment, source: .environment)
                 if stored[setting.settingsKey] == nil {
-                    if setting == .databaseURL, (try? PostgresDeviceStore.Configuration(url: fromEnvironment))?.hasPassword ?? false {
+                    if setting.isURL, HTTPBaseURL.hasPassword(fromEnvironment) {
+                        // Refused below as well; a password is never copied into a file.
+                        diagnostics.append(Diagnostic(
+                            level: .info, setting: setting.settingsKey,
+                            message: "\(setting.environmentVariable) holds a password, so it is not saved to settings.json"))
+                    } else if setting == .databaseURL, (try? PostgresDeviceStore.Configuration(url: fromEnvironment))?.hasPassword ?? false {
                         // A password stays where the operator put it: never copied into a file.
                         diagnostics.append(Diagnostic(
                             level: .info, setting: setting.settingsKey,
@@ -61,9 +67,20 @@ extension PushConfiguration {
             settings[setting.settingsKey] = ResolvedSetting(value: expanded, source: resolved.source)
         }
 
+        if let file, let warning = file.permissionWarning() {
+            diagnostics.append(Diagnostic(level: .warning, setting: "settings.json", message: warning))
+        }
+
         var persisted: [String] = []
         if persist, let file, !firstSight.isEmpty {
-            persisted = try file.addMissing(firstSight)
+            do {
+                persisted = try file.addMissing(firstSight)
+            } catch where error == .unwritable {
+                // The values are known: this run uses them; only remembering them failed.
+                diagnostics.append(Diagnostic(
+                    level: .warning, setting: "settings.json",
+                    message: "\(error.message); \(firstSight.keys.sorted().joined(separator: ", ")) apply to this run but were not saved: pass them again next time, or make the data directory writable"))
+            }
         }
 
         var builder = Selection(settings: settings, diagnostics: diagnostics)
@@ -94,17 +111,18 @@ extension PushConfiguration {
             diagnostics.append(Diagnostic(level: level, setting: setting.settingsKey, message: message))
         }
 
-        /// `http`/`https` with a host; nil (and a diagnostic) otherwise. Trailing slashes dropped.
+        /// A base URL by `HTTPBaseURL`'s rules (https, or http only to loopback; no query,
+        /// fragment or user info; a valid port); nil (and a diagnostic) otherwise. Trailing
+        /// slashes dropped.
         mutating func validatedURL(_ setting: PushSetting) -> String? {
-            guard var text = value(setting) else { return nil }
-            while text.hasSuffix("/") { text.removeLast() }
-            let lower = text.lowercased()
-            guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), let url = URL(string: text), let host = url.host, !host.isEmpty
-            else {
-                report(.error, setting, "\(setting.environmentVariable) must be an http:// or https:// URL with a host, got \"\(text)\"")
+            guard let text = value(setting) else { return nil }
+            do {
+                return try HTTPBaseURL(text, cleartext: .loopbackOnly).text
+            } catch {
+                let shown = HTTPBaseURL.redactingPassword(text)
+                report(.error, setting, "\(setting.environmentVariable) \(error.message), got \"\(shown)\"")
                 return nil
             }
-            return text
         }
 
         mutating func relayURL() -> String? { validatedURL(.relayURL) }
@@ -113,8 +131,12 @@ extension PushConfiguration {
 
         mutating func caFile() -> String? {
             guard let path = value(.caFile) else { return nil }
-            guard FileManager.default.isReadableFile(atPath: path) else {
-                report(.error, .caFile, "HAPI_PUSH_CA_FILE \(path) is not readable: only the system trust store is used, so TLS to a server signed by that CA will fail")
+            // The client's own check, so a file the client would refuse is ignored here instead
+            // of bringing every channel down.
+            do {
+                _ = try CurlTrustStore.readAdditionalCAFile(path)
+            } catch {
+                report(.error, .caFile, "HAPI_PUSH_CA_FILE \(error.detail ?? path): ignored, only the system trust store is used, so TLS to a server signed by that CA will fail")
                 return nil
             }
             return path

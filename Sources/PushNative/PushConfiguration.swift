@@ -1,6 +1,7 @@
 public import DeviceRegistry
 public import DeviceRegistryPostgres
 import PushEnvelope
+import PushHTTP
 public import PushTransports
 
 /// Which transport each platform uses, why, where every setting came from, and every
@@ -146,7 +147,8 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     /// A setting's value as it may be printed: the database URL with its password redacted.
     public func shownValue(_ setting: PushSetting) -> String? {
         guard let value = settings[setting.settingsKey]?.value else { return nil }
-        return setting == .databaseURL ? PostgresDeviceStore.Configuration.redact(value) : value
+        if setting == .databaseURL { return PostgresDeviceStore.Configuration.redact(value) }
+        return setting.isURL ? HTTPBaseURL.redactingPassword(value) : value
     }
 
     /// The `hapi-push config --json` object.

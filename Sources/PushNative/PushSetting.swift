@@ -35,6 +35,9 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let databaseURL = PushSetting(
         environmentVariable: "HAPI_PUSH_DATABASE_URL", settingsKey: "pushDatabaseUrl", defaultValue: nil, isPath: false)
 
+    /// A base URL (the relay, an endpoint override): validated, shown with any password as `***`.
+    public var isURL: Bool { self == .relayURL || self == .apnsEndpoint || self == .fcmEndpoint }
+
     /// Every setting, in the order documented and printed.
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,

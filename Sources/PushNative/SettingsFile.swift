@@ -23,18 +23,17 @@ public struct SettingsFile: Sendable {
     // Not Locked<Void>: ThreadSanitizer mistakes the zero-size value for the object header.
     private static let inProcess = Locked<Int>(0)
 
+    /// The largest settings.json read: a few hundred bytes is usual; a bigger file is a mistake
+    /// (or an attack) that would cost seconds and memory to parse.
+    public static let maximumBytes = 1 << 20
+
     /// The file's top-level members, in the file's order (keys compared exactly, never merged);
-    /// empty when the file does not exist.
+    /// empty when the file does not exist. A symbolic link is followed.
     public func read() throws(SettingsFileError) -> [(key: String, value: JSONValue)] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) {
-                throw SettingsFileError.unreadable.with("cannot read \(path): give the hub's user read access, or remove it")
-            }
-            return []
-        }
+        guard let data = try readBytes() else { return [] }
         let value: JSONValue
         do {
-            value = try JSONParser.parse([UInt8](data))
+            value = try JSONParser.parse(data)
         } catch {
             throw SettingsFileError.unparseable.with(
                 "\(path) is not valid JSON (\(error.description)): fix or remove the file; it was left untouched")
@@ -44,6 +43,52 @@ public struct SettingsFile: Sendable {
                 "\(path) must hold a JSON object, not \(value.typeName): fix or remove the file; it was left untouched")
         }
         return object
+    }
+
+    /// The file's bytes; nil when it does not exist. Never blocks on a FIFO or reads a device.
+    private func readBytes() throws(SettingsFileError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw SettingsFileError.unreadable.with(
+                "cannot read \(path) (\(String(cString: strerror(errno)))): give the hub's user read access, or remove it")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw SettingsFileError.unreadable.with("\(path) is not a regular file: remove it, or replace it with a JSON file")
+        }
+        let tooLarge = SettingsFileError.tooLarge.with(
+            "\(path) is larger than \(Self.maximumBytes / (1 << 20)) MiB: not a settings file; fix or remove it; it was left untouched")
+        guard info.st_size <= Self.maximumBytes else { throw tooLarge }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SettingsFileError.unreadable.with("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > Self.maximumBytes { throw tooLarge }
+        }
+    }
+
+    /// A warning when anyone on the host may change the file (world-writable, or in a
+    /// world-writable directory without the sticky bit): whoever writes it chooses where pushes go.
+    public func permissionWarning() -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        if info.st_mode & S_IWOTH != 0 {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            return "\(path) is world-writable (mode \(mode)): any user of this host can change where pushes go; chmod 600 it"
+        }
+        var directoryInfo = stat()
+        if stat(directory, &directoryInfo) == 0, directoryInfo.st_mode & S_IWOTH != 0, directoryInfo.st_mode & S_ISVTX == 0 {
+            return "\(directory) is world-writable: any user of this host can replace settings.json; chmod 700 it"
+        }
+        return nil
     }
 
     /// Adds `values` for keys absent from the file, keeping every existing key. Returns the
@@ -58,9 +103,10 @@ public struct SettingsFile: Sendable {
                 let present = JSONValue.object(members)
                 let added = values.keys.filter { present[$0] == nil }.sorted()
                 guard !added.isEmpty else { return [] }
-                removeAbandonedTemporaryFiles()
+                let target = try writeTarget()
+                removeAbandonedTemporaryFiles(target: target)
                 for key in added { members.append((key: key, value: .string(values[key] ?? ""))) }
-                try writeAtomically(members)
+                try writeAtomically(members, to: target)
                 return added
             }
         }
@@ -118,22 +164,38 @@ public struct SettingsFile: Sendable {
 
     /// Temporary files left by a writer that died before its rename. Safe to delete while we
     /// hold the lock: no other writer can be between its temp write and its rename.
-    private func removeAbandonedTemporaryFiles() {
-        let name = URL(fileURLWithPath: path).lastPathComponent + ".tmp-"
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+    private func removeAbandonedTemporaryFiles(target: String) {
+        let url = URL(fileURLWithPath: target)
+        let name = url.lastPathComponent + ".tmp-"
+        let targetDirectory = url.deletingLastPathComponent().path
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: targetDirectory) else { return }
         for entry in entries where entry.hasPrefix(name) {
-            unlink(HubDataDirectory.join(directory, entry))
+            unlink(HubDataDirectory.join(targetDirectory, entry))
         }
+    }
+
+    /// Where a write goes: the file itself, or, when settings.json is a symbolic link (a
+    /// dotfiles manager's), the file it points to, so the link stays a link (write through).
+    /// A link whose target cannot be resolved is refused: nothing is written.
+    private func writeTarget() throws(SettingsFileError) -> String {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return path }
+        guard let resolved = realpath(path, nil) else {
+            throw SettingsFileError.unwritable.with(
+                "\(path) is a symbolic link whose target cannot be resolved (\(String(cString: strerror(errno)))): point it at a file, or replace it with one")
+        }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// Temp file in the same directory → write → fsync → rename over → fsync the directory.
     /// A crash at any point leaves either the old file or the new one, whole.
-    private func writeAtomically(_ object: [(key: String, value: JSONValue)]) throws(SettingsFileError) {
+    private func writeAtomically(_ object: [(key: String, value: JSONValue)], to target: String) throws(SettingsFileError) {
         let bytes = Array((SettingsFile.render(.object(object)) + "\n").utf8)
-        var template = Array((path + ".tmp-XXXXXX").utf8CString)
+        var template = Array((target + ".tmp-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
         guard fd >= 0 else {
-            throw SettingsFileError.unwritable.with("cannot create a temporary file beside \(path): \(String(cString: strerror(errno)))")
+            throw SettingsFileError.unwritable.with("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
         }
         let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var succeeded = false
@@ -159,11 +221,11 @@ public struct SettingsFile: Sendable {
         }
         close(fd)
         SettingsFile.beforeRenameHook.withLock { $0 }.run?()
-        guard rename(temporaryPath, path) == 0 else {
-            throw SettingsFileError.unwritable.with("cannot replace \(path): \(String(cString: strerror(errno)))")
+        guard rename(temporaryPath, target) == 0 else {
+            throw SettingsFileError.unwritable.with("cannot replace \(target): \(String(cString: strerror(errno)))")
         }
         succeeded = true
-        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let dirfd = open(URL(fileURLWithPath: target).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirfd >= 0 {
             fsync(dirfd)
             close(dirfd)

@@ -1,6 +1,6 @@
 /// Why settings.json could not be used. Names the file and says what to do.
 public struct SettingsFileError: Error, Sendable, Hashable, CustomStringConvertible {
-    enum Code: Sendable, Hashable { case unparseable, unreadable, unwritable }
+    enum Code: Sendable, Hashable { case unparseable, unreadable, unwritable, tooLarge }
     let code: Code
     public let message: String
 
@@ -17,6 +17,9 @@ public struct SettingsFileError: Error, Sendable, Hashable, CustomStringConverti
     public static let unparseable = SettingsFileError(.unparseable, "settings.json does not parse")
     /// The file exists but cannot be read.
     public static let unreadable = SettingsFileError(.unreadable, "settings.json is unreadable")
+    /// The file is larger than `SettingsFile.maximumBytes` (1 MiB): not a settings file; it was
+    /// left untouched.
+    public static let tooLarge = SettingsFileError(.tooLarge, "settings.json is too large")
     /// The file or its directory cannot be written.
     public static let unwritable = SettingsFileError(.unwritable, "settings.json cannot be written")
 

@@ -1,5 +1,6 @@
 import Glibc
 import PushEnvelope
+import PushHTTP
 import PushTransports
 
 /// Why the relay cannot start. The message names the variable to fix and never holds key
@@ -44,8 +45,13 @@ extension PushRelayConfiguration {
         metricsPort = try reader.port("RELAY_METRICS_PORT")
         trustProxy = try reader.flag("RELAY_TRUST_PROXY")
         caFile = try reader.value("RELAY_CA_FILE")
-        if let caFile, access(caFile, R_OK) != 0 {
-            throw PushRelayStartupError("RELAY_CA_FILE: cannot read \(caFile): \(String(cString: strerror(errno)))")
+        if let caFile {
+            // The client's own check: a file it would refuse stops the relay here, with the reason.
+            do {
+                _ = try CurlTrustStore.readAdditionalCAFile(caFile)
+            } catch {
+                throw PushRelayStartupError("RELAY_CA_FILE: \(Self.excerpt(error.detail ?? "\(caFile) is unusable"))")
+            }
         }
         let redisCAFile = try reader.value("RELAY_REDIS_CA_FILE")
         if let url = try reader.value("RELAY_REDIS_URL") {
@@ -139,22 +145,13 @@ extension PushRelayConfiguration {
         return result
     }
 
-    /// Reads a credential file (at most 1 MiB), naming the variable on failure.
+    /// Reads a credential file (a regular file of at most 1 MiB), naming the variable on failure.
     static func readCredential(_ path: String, variable: String) throws(PushRelayStartupError) -> [UInt8] {
-        guard let file = fopen(path, "rb") else {
-            throw PushRelayStartupError("\(variable): cannot read \(path): \(String(cString: strerror(errno)))")
+        do {
+            return try CredentialFile.read(path, setting: variable)
+        } catch {
+            throw PushRelayStartupError(error.message)
         }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
-            if bytes.count > 1 << 20 { throw PushRelayStartupError("\(variable): \(path) is larger than 1 MiB: not a credential file") }
-            if count < chunk.count { break }
-        }
-        if ferror(file) != 0 { throw PushRelayStartupError("\(variable): error reading \(path)") }
-        return bytes
     }
 
     /// Dot-separated segments, each a letter followed by letters, digits or underscores.
@@ -169,8 +166,7 @@ extension PushRelayConfiguration {
 
     /// At most 80 printable characters of an operator's value, for an error message.
     static func excerpt(_ text: String) -> String {
-        let printable = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
-        return printable.count > 80 ? String(printable.prefix(80)) + "…" : printable
+        SafeText.sanitize(text, limit: 80)
     }
 }
 
@@ -203,16 +199,16 @@ private struct EnvironmentReader {
         }
     }
 
+    /// A provider endpoint override: the hub's rules (`HTTPBaseURL`): https, or http only to
+    /// loopback; no query, fragment or user info; a valid port.
     func url(_ name: String) throws(PushRelayStartupError) -> String? {
         guard let text = try value(name) else { return nil }
-        let lower = text.lowercased()
-        let scheme = lower.hasPrefix("https://") ? "https://" : lower.hasPrefix("http://") ? "http://" : nil
-        guard let scheme, text.utf8.count > scheme.utf8.count, !text.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }),
-            !text.contains("?"), !text.contains("#")
-        else {
-            throw PushRelayStartupError("\(name) must be an http:// or https:// base URL, got \"\(PushRelayConfiguration.excerpt(text))\"")
+        do {
+            return try HTTPBaseURL(text, cleartext: .loopbackOnly).text
+        } catch {
+            let shown = PushRelayConfiguration.excerpt(HTTPBaseURL.redactingPassword(text))
+            throw PushRelayStartupError("\(name) \(error.message), got \"\(shown)\"")
         }
-        return text
     }
 
     static func trimmed(_ text: String) -> String {

@@ -65,7 +65,7 @@ struct RelayAPNsForwarder: Sendable {
         if let collapseId = push.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
         headers.add(name: "content-type", value: "application/json")
         return HTTPRequest(
-            method: .post, url: endpoint + "/3/device/" + push.token, headers: headers, body: Self.body(envelope: push.envelope),
+            method: .post, url: endpoint + "/3/device/" + HTTPBaseURL.pathSegment(push.token), headers: headers, body: Self.body(envelope: push.envelope),
             timeout: timeout)
     }
 }

@@ -22,7 +22,7 @@ struct RelayFCMForwarder: Sendable {
         let remaining = deadline - ContinuousClock.now
         guard remaining > .milliseconds(1) else { return RelayProviderOutcome(.upstream, reason: "timeout") }
         let request = HTTPRequest(
-            method: .post, url: endpoint + "/v1/projects/" + projectId + "/messages:send",
+            method: .post, url: endpoint + "/v1/projects/" + HTTPBaseURL.pathSegment(projectId) + "/messages:send",
             headers: ["authorization": "Bearer " + accessToken, "content-type": "application/json"],
             body: Self.body(token: push.token, envelope: push.envelope, priority: push.priority, packageName: packageName),
             timeout: remaining)

@@ -88,7 +88,7 @@ struct RelayProviderOutcome: Sendable, Equatable {
             (.dnsFailure, "dns_failure"), (.connectionRefused, "connection_refused"), (.tlsFailure, "tls_failure"),
             (.timeout, "timeout"), (.connectionLost, "connection_lost"), (.streamRefused, "stream_refused"),
             (.cancelled, "cancelled"), (.shutdown, "shutdown"), (.responseTooLarge, "response_too_large"),
-            (.invalidRequest, "invalid_request"),
+            (.badResponse, "bad_response"), (.invalidRequest, "invalid_request"),
         ]
         let reason = kinds.first { $0.0 == error }?.1 ?? "network_error"
         return RelayProviderOutcome(.upstream, reason: reason)
@@ -103,12 +103,6 @@ struct RelayProviderOutcome: Sendable, Equatable {
     /// Letters, digits, `_`, `-`, `.`; at most 64 of them: a provider's words never put
     /// anything else into a log line.
     static func sanitized(_ text: String) -> String {
-        let kept = text.unicodeScalars.filter { scalar in
-            switch scalar {
-            case "A"..."Z", "a"..."z", "0"..."9", "_", "-", ".": true
-            default: false
-            }
-        }
-        return String(String.UnicodeScalarView(kept.prefix(64)))
+        SafeText.sanitize(text, limit: 64, redactingTokens: true, codeOnly: true)
     }
 }

@@ -26,6 +26,17 @@ public enum TestKeys {
         generate { hapi_test_ec_keygen("P-384") }
     }
 
+    /// A P-256 (or, with `rsa`, an RSA-2048) private key encrypted with `passphrase`: PKCS#8
+    /// `ENCRYPTED PRIVATE KEY`, or with `traditional` the `Proc-Type: 4,ENCRYPTED` form.
+    public static func encryptedPEM(rsa: Bool = false, passphrase: String = "hunter2", traditional: Bool = false) -> String? {
+        guard let key = rsa ? hapi_test_rsa_keygen(2048) : hapi_test_ec_keygen("P-256") else { return nil }
+        defer { EVP_PKEY_free(key) }
+        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+        defer { BIO_free(bio) }
+        guard hapi_test_write_encrypted_key(bio, key, passphrase, traditional ? 1 : 0) == 1 else { return nil }
+        return read(bio)
+    }
+
     private static func generate(_ make: () -> OpaquePointer?) -> KeyPair? {
         guard let key = make() else { return nil }
         defer { EVP_PKEY_free(key) }
@@ -96,7 +107,7 @@ public enum JWTVerifier {
         return bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
-            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+            return hapi_pem_read_pubkey_no_prompt(bio)
         }
     }
 

@@ -49,14 +49,15 @@ public struct APNsTransport: PushTransport {
     }
 
     func send(_ deliveries: [PushDelivery], token: String) async -> [PushResult] {
-        var results = await call.perform(deliveries, prepare: { prepare($0, jwt: token) }, classify: Self.verdict)
+        var results = await call.perform(deliveries, secrets: [token], prepare: { prepare($0, jwt: token) }, classify: Self.verdict)
         let expired = results.indices.filter { results[$0].reason == "ExpiredProviderToken" }
         guard !expired.isEmpty else { return results }
         // Apple says our token is too old: mint once (single flight across the batch) and
         // retry those pushes once.
         do {
             let fresh = try await providerToken.refresh(rejected: token)
-            let again = await call.perform(expired.map { deliveries[$0] }, prepare: { prepare($0, jwt: fresh) }, classify: Self.verdict)
+            let again = await call.perform(
+                expired.map { deliveries[$0] }, secrets: [fresh], prepare: { prepare($0, jwt: fresh) }, classify: Self.verdict)
             for (index, retried) in zip(expired, again) {
                 let first = results[index]
                 results[index] = retried
@@ -89,7 +90,7 @@ public struct APNsTransport: PushTransport {
             "apns-collapse-id": Self.collapseId(delivery.collapseId),
             "content-type": "application/json",
         ]
-        return HTTPRequest(method: .post, url: endpoint + "/3/device/" + delivery.token, headers: headers, body: Self.body(envelope: envelope))
+        return HTTPRequest(method: .post, url: endpoint + "/3/device/" + HTTPBaseURL.pathSegment(delivery.token), headers: headers, body: Self.body(envelope: envelope))
     }
 
     /// The exact body: a generic alert the Notification Service Extension replaces after
@@ -134,7 +135,7 @@ public struct APNsTransport: PushTransport {
     /// 503 may be retried by a policy, `TooManyProviderTokenUpdates` never (we keep the token
     /// and back off; minting again would make it worse).
     public static func classify(status: Int, body: [UInt8]) -> Classification {
-        let reason = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.excerpt)
+        let reason = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.code)
         switch (status, reason) {
         case (200...299, _):
             return Classification(outcome: .sent, reason: nil)

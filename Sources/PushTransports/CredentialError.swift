@@ -1,7 +1,7 @@
 /// Why a provider credential (an APNs `.p8` key, an FCM service account) was refused. Names
 /// the file and says what to do; never contains key material.
 public struct CredentialError: Error, Sendable, Hashable, CustomStringConvertible {
-    enum Code: Sendable, Hashable { case unreadable, malformed, wrongKeyType, missingFields, signingFailed }
+    enum Code: Sendable, Hashable { case unreadable, malformed, encrypted, wrongKeyType, missingFields, signingFailed, insecure }
 
     let code: Code
     /// What is wrong and what to do.
@@ -20,6 +20,12 @@ public struct CredentialError: Error, Sendable, Hashable, CustomStringConvertibl
     public static let unreadable = CredentialError(.unreadable, "credential file is unreadable")
     /// The file is not the PEM or JSON it should be.
     public static let malformed = CredentialError(.malformed, "credential file is malformed")
+    /// The key is protected by a passphrase: never prompted for (a prompt would block start-up);
+    /// the operator exports it without one.
+    public static let encrypted = CredentialError(.encrypted, "credential key is encrypted")
+    /// The credential would travel in clear: a service account's `token_uri` over `http://`
+    /// to a host other than loopback.
+    public static let insecure = CredentialError(.insecure, "credential would be sent in clear")
     /// The key is of the wrong algorithm or curve.
     public static let wrongKeyType = CredentialError(.wrongKeyType, "credential key has the wrong type")
     /// Required fields are missing from a service account.

@@ -72,8 +72,11 @@ public actor FCMAccessTokenProvider {
         }
         let object = ProviderCall.jsonObject(response.body)
         guard (200...299).contains(response.status), let token = object?["access_token"]?.stringValue, !token.isEmpty else {
-            let code = object?["error"]?.stringValue ?? "http_\(response.status)"
-            let description = object?["error_description"]?.stringValue.map { ": " + ProviderCall.excerpt($0) } ?? ""
+            let code = object?["error"]?.stringValue.map(ProviderCall.code) ?? "http_\(response.status)"
+            let description =
+                object?["error_description"]?.stringValue.map {
+                    ": " + SafeText.sanitize($0, limit: 200, redactingTokens: true, secrets: [assertion])
+                } ?? ""
             throw FCMAuthError(message: "Google refused the service account (\(code)\(description))", status: response.status)
         }
         let lifetime: Double

@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushHTTP
 
 /// A Google service account for direct FCM: the project to send in and the key that signs the
 /// OAuth assertion. Loaded once; missing fields are named.
@@ -41,6 +42,17 @@ public struct FCMServiceAccount: Sendable, CustomStringConvertible {
         self.projectId = object["project_id"]?.stringValue ?? ""
         self.clientEmail = object["client_email"]?.stringValue ?? ""
         let tokenURI = object["token_uri"]?.stringValue ?? ""
+        if !tokenURI.isEmpty {
+            // The signed assertion goes there and the access token comes back: never in clear,
+            // never anywhere a path could be spliced into.
+            do {
+                _ = try HTTPBaseURL(tokenURI, cleartext: .never)
+            } catch {
+                let shown = SafeText.sanitize(HTTPBaseURL.redactingPassword(tokenURI), limit: 120)
+                let code: CredentialError = error.message.hasPrefix("must use https") ? .insecure : .malformed
+                throw code.with("\(source): token_uri \"\(shown)\" \(error.message)")
+            }
+        }
         self.tokenURI = tokenURI.isEmpty ? FCMServiceAccount.defaultTokenURI : tokenURI
     }
 

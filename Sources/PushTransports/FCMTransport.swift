@@ -39,10 +39,11 @@ public struct FCMTransport: PushTransport {
                 return result
             }
         }
-        let url = endpoint + "/v1/projects/" + projectId + "/messages:send"
+        let url = Self.sendURL(endpoint: endpoint, projectId: projectId)
         let headers: HTTPHeaders = ["authorization": "Bearer " + accessToken, "content-type": "application/json"]
         return await inChunks(deliveries, concurrency: concurrency) { [call, logger, name, accessTokens] chunk in
-            let results = await call.perform(chunk, prepare: { Self.prepare($0, url: url, headers: headers) }) { response in
+            let results = await call.perform(chunk, secrets: [accessToken], prepare: { Self.prepare($0, url: url, headers: headers) }) {
+                response in
                 ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
             }
             if results.contains(where: { $0.status == 401 }) { await accessTokens.invalidate(accessToken) }
@@ -52,11 +53,18 @@ public struct FCMTransport: PushTransport {
     }
 
     func send(_ delivery: PushDelivery, accessToken: String) async -> PushResult {
-        let url = endpoint + "/v1/projects/" + projectId + "/messages:send"
+        let url = Self.sendURL(endpoint: endpoint, projectId: projectId)
         let headers: HTTPHeaders = ["authorization": "Bearer " + accessToken, "content-type": "application/json"]
-        return await call.perform([delivery], prepare: { Self.prepare($0, url: url, headers: headers) }) { response in
+        return await call.perform([delivery], secrets: [accessToken], prepare: { Self.prepare($0, url: url, headers: headers) }) {
+            response in
             ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
         }.first ?? .refused("no_result")
+    }
+
+    /// `{endpoint}/v1/projects/<project_id>/messages:send`, the project id percent-encoded: it
+    /// comes from the service-account file and must never change where the bearer token goes.
+    static func sendURL(endpoint: String, projectId: String) -> String {
+        endpoint + "/v1/projects/" + HTTPBaseURL.pathSegment(projectId) + "/messages:send"
     }
 
     static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
@@ -101,7 +109,7 @@ public struct FCMTransport: PushTransport {
                 }
             }
         }
-        let code = fcmErrorCode ?? googleStatus ?? "http_\(status)"
+        let code = (fcmErrorCode ?? googleStatus).map(ProviderCall.code) ?? "http_\(status)"
         let reason = message.isEmpty ? code : code + ": " + ProviderCall.excerpt(message)
         switch status {
         case 200...299:

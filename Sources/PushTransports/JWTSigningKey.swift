@@ -21,16 +21,22 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     init(pem: [UInt8], algorithm: Algorithm, source: String) throws(CredentialError) {
         self.algorithm = algorithm
         // BIO_new_mem_buf does not copy: parse while the bytes are pinned.
+        // Never OpenSSL's default password callback: it prompts on the terminal and blocks.
+        var passphraseAsked: Int32 = 0
         let parsedKey: OpaquePointer?? = pem.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return .none }
+            guard raw.count <= Int(Int32.max), let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return .none }
             defer { BIO_free(bio) }
-            return .some(PEM_read_bio_PrivateKey(bio, nil, nil, nil))
+            return .some(hapi_pem_read_private_key_no_prompt(bio, &passphraseAsked))
         }
         guard let readResult = parsedKey else {
             throw CredentialError.malformed.with("\(source): out of memory reading the key")
         }
         guard let parsed = readResult else {
             ERR_clear_error()
+            if passphraseAsked != 0 || Self.looksEncrypted(pem) {
+                throw CredentialError.encrypted.with(
+                    "\(source): encrypted keys are not supported: export it without a passphrase (openssl pkcs8 -topk8 -nocrypt)")
+            }
             throw CredentialError.malformed.with("\(source) does not contain a PEM private key (expected a PKCS#8 PEM block, as in an APNs .p8 file)")
         }
         switch algorithm {
@@ -103,6 +109,13 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
         return out
     }
 
+    /// An encrypted PEM block (PKCS#8 `ENCRYPTED PRIVATE KEY`, or a traditional key with
+    /// `Proc-Type: 4,ENCRYPTED`), even when OpenSSL gave up before asking for a passphrase.
+    static func looksEncrypted(_ pem: [UInt8]) -> Bool {
+        let text = String(decoding: pem.prefix(1 << 16), as: UTF8.self)
+        return text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED")
+    }
+
     private static func groupName(_ key: OpaquePointer) -> String? {
         var buffer = [CChar](repeating: 0, count: 64)
         var length = 0
@@ -115,21 +128,6 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Reads a credential file, naming it (and the setting that named it) on failure.
     static func readFile(_ path: String, setting: String) throws(CredentialError) -> [UInt8] {
-        guard let file = fopen(path, "rb") else {
-            let reason = String(cString: strerror(errno))
-            throw CredentialError.unreadable.with("\(setting): cannot read \(path): \(reason)")
-        }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
-            if count < chunk.count { break }
-            // A credential is a few kilobytes; refuse to slurp something enormous by mistake.
-            if bytes.count > 1 << 20 { throw CredentialError.malformed.with("\(setting): \(path) is larger than 1 MiB: not a credential file") }
-        }
-        if ferror(file) != 0 { throw CredentialError.unreadable.with("\(setting): error reading \(path)") }
-        return bytes
+        try CredentialFile.read(path, setting: setting)
     }
 }

@@ -95,8 +95,12 @@ struct ProviderCall: Sendable {
 
     /// Prepares every delivery, sends the requests as one batch and returns one result per
     /// delivery, in order.
+    ///
+    /// A reason kept from an answer never holds what we sent: the delivery's token and
+    /// `secrets` (the JWT or access token of the batch) are redacted from it.
     func perform(
-        _ deliveries: [PushDelivery], prepare: (PushDelivery) -> Prepared, classify: @Sendable (HTTPResponse) -> Verdict
+        _ deliveries: [PushDelivery], secrets: [String] = [], prepare: (PushDelivery) -> Prepared,
+        classify: @Sendable (HTTPResponse) -> Verdict
     ) async -> [PushResult] {
         var results = [PushResult?](repeating: nil, count: deliveries.count)
         var requests: [HTTPRequest] = []
@@ -112,7 +116,15 @@ struct ProviderCall: Sendable {
                 results[index] = result
             }
         }
-        for (position, result) in zip(positions, await perform(requests, classify: classify)) { results[position] = result }
+        for (position, result) in zip(positions, await perform(requests, classify: classify)) {
+            var result = result
+            if let reason = result.reason {
+                let scrubbed = SafeText.sanitize(
+                    reason, limit: Int.max, redactingTokens: true, secrets: [deliveries[position].token] + secrets)
+                if scrubbed != reason { result.reason = scrubbed }
+            }
+            results[position] = result
+        }
         return results.map { $0 ?? PushResult(outcome: .failed, reason: "no_result") }
     }
 
@@ -129,6 +141,7 @@ struct ProviderCall: Sendable {
         case .cancelled: return Classification(outcome: .failed, reason: "cancelled")
         case .shutdown: return Classification(outcome: .failed, reason: "shutdown")
         case .responseTooLarge: return Classification(outcome: .failed, reason: "response_too_large")
+        case .badResponse: return Classification(outcome: .failed, reason: "bad_response")
         case .invalidRequest: return Classification(outcome: .failed, reason: "invalid_request")
         case .invalidConfiguration: return Classification(outcome: .failed, reason: "invalid_configuration")
         case .other: return Classification(outcome: .failed, reason: "network_error")
@@ -141,10 +154,16 @@ struct ProviderCall: Sendable {
         return value
     }
 
-    /// A short, log-safe excerpt of a provider message: one line, at most 200 characters.
+    /// A provider's message as it may be kept and printed (`SafeText.sanitize`): controls
+    /// escaped, anything that looks like a token redacted, at most 200 characters.
     static func excerpt(_ text: String) -> String {
-        let flattened = text.unicodeScalars.map { $0.value < 0x20 ? " " : String($0) }.joined()
-        return flattened.count > 200 ? String(flattened.prefix(200)) + "…" : flattened
+        SafeText.sanitize(text, limit: 200, redactingTokens: true)
+    }
+
+    /// A provider's code (the relay's `code`, APNs `reason`, FCM `errorCode`/`status`, OAuth
+    /// `error`) as it may be kept and printed: the same sanitizer, at most 64 characters.
+    static func code(_ text: String) -> String {
+        SafeText.sanitize(text, limit: 64, redactingTokens: true)
     }
 }
 

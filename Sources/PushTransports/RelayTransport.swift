@@ -85,7 +85,7 @@ public struct RelayTransport: PushTransport {
         let object = ProviderCall.jsonObject(body)
         let code = object?["code"]?.stringValue
         let message = object?["message"]?.stringValue ?? object?["error"]?.stringValue
-        var reason = code ?? "http_\(status)"
+        var reason = code.map(ProviderCall.code) ?? "http_\(status)"
         if let message, !message.isEmpty { reason += ": " + ProviderCall.excerpt(message) }
         switch status {
         case 200...299:

@@ -48,10 +48,13 @@ struct ParsedArguments {
     func has(_ name: String) -> Bool { switches.contains(name) }
 }
 
-/// Bad command-line input: printed as one line on stderr, exit code 2.
+/// Bad command-line input: printed on stderr, exit code 2. Each line is escaped when printed,
+/// so a newline inside a quoted value stays inside its line.
 struct UsageError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
+    let lines: [String]
+    init(_ message: String) { lines = [message] }
+    init(lines: [String]) { self.lines = lines }
+    var message: String { lines.joined(separator: "\n") }
 }
 
 /// A failure after the input was accepted (I/O, network, a store): exit code 1.

@@ -26,26 +26,29 @@ enum ConfigCommand {
         try args.rejectPositionals()
         let configuration = try load(dataDirectory: dataDirectory, persist: !args.has("no-persist"))
         if args.has("json") {
-            print(configuration.jsonValue.canonicalString)
+            print(Terminal.json(configuration.jsonValue))
             return ExitCode.success.rawValue
         }
-        print("Android (phone, wear): \(configuration.android.transport.name)   mode \(configuration.android.mode): \(configuration.android.reason)")
-        print("iOS:                   \(configuration.ios.transport.name)   mode \(configuration.ios.mode): \(configuration.ios.reason)")
-        print("Registry:              \(configuration.registry.name)   \(configuration.registry.location)")
+        // Values come from the environment and settings.json: every one is escaped.
+        let android = configuration.android
+        let ios = configuration.ios
+        print("Android (phone, wear): \(android.transport.name)   mode \(Terminal.line(android.mode)): \(Terminal.line(android.reason))")
+        print("iOS:                   \(ios.transport.name)   mode \(Terminal.line(ios.mode)): \(Terminal.line(ios.reason))")
+        print("Registry:              \(configuration.registry.name)   \(Terminal.line(configuration.registry.location))")
         print("")
         print("SETTING                ENVIRONMENT               SOURCE   VALUE")
         for setting in PushSetting.all {
             let resolved = configuration.settings[setting.settingsKey]
             print(
                 pad(setting.settingsKey, 22) + " " + pad(setting.environmentVariable, 25) + " " + pad(resolved?.source.rawValue ?? "-", 8) + " "
-                    + (configuration.shownValue(setting) ?? "(unset)"))
+                    + (configuration.shownValue(setting).map { Terminal.line($0) } ?? "(unset)"))
         }
         if !configuration.persistedKeys.isEmpty {
             print("\nsaved to settings.json on first sight: \(configuration.persistedKeys.joined(separator: ", "))")
         }
         if !configuration.diagnostics.isEmpty {
             print("\nDiagnostics:")
-            for diagnostic in configuration.diagnostics { print("  \(diagnostic)") }
+            for diagnostic in configuration.diagnostics { print("  " + Terminal.line(diagnostic.description)) }
         }
         return ExitCode.success.rawValue
     }

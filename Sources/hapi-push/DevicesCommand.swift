@@ -40,11 +40,12 @@ enum DevicesCommand {
                 let lines = error.formErrors.map { "  \($0)" } + error.orderedFieldErrors.flatMap { entry in
                     entry.messages.map { "  \(cliName(entry.field)): \($0)" }
                 }
-                throw UsageError("invalid registration:\n" + lines.joined(separator: "\n"))
+                throw UsageError(lines: ["invalid registration:"] + lines)
             }
             let registry = DeviceRegistry(store: try await openStore(dataDirectory))
             let stored = try await registry.register(request)
-            print("registered \(stored.platform) device \(stored.deviceId) in namespace \(stored.namespace) (token \(stored.tokenHash))")
+            print(
+                "registered \(stored.platform) device \(Terminal.line(stored.deviceId)) in namespace \(Terminal.line(stored.namespace)) (token \(stored.tokenHash))")
             return ExitCode.success.rawValue
         case "unregister":
             let args = try ParsedArguments(rest, valueFlags: ["namespace", "token"])
@@ -53,7 +54,10 @@ enum DevicesCommand {
             let token = try args.required("token")
             guard !token.isEmpty else { throw UsageError("--token must not be empty") }
             let removed = try await DeviceRegistry(store: try await openStore(dataDirectory)).unregister(namespace: namespace, token: token)
-            print(removed ? "unregistered token \(TokenFingerprint.of(token))" : "no device with token \(TokenFingerprint.of(token)) in namespace \(namespace)")
+            print(
+                removed
+                    ? "unregistered token \(TokenFingerprint.of(token))"
+                    : "no device with token \(TokenFingerprint.of(token)) in namespace \(Terminal.line(namespace))")
             return ExitCode.success.rawValue
         case "list":
             let args = try ParsedArguments(rest, valueFlags: ["namespace"], switchFlags: ["json"])
@@ -69,15 +73,15 @@ enum DevicesCommand {
                         "updatedAt": .integer(device.updatedAt),
                     ])
                 })
-                print(array.canonicalString)
+                print(Terminal.json(array))
             } else if devices.isEmpty {
-                print("no devices in namespace \(namespace)")
+                print("no devices in namespace \(Terminal.line(namespace))")
             } else {
                 print("PLATFORM  DEVICE ID                         TOKEN          KEY  UPDATED")
                 for device in devices {
                     let updated = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(device.updatedAt) / 1000))
                     print(
-                        pad(device.platform.rawValue, 9) + " " + pad(device.deviceId, 33) + " " + pad(device.tokenHash + "…", 14) + " "
+                        pad(device.platform.rawValue, 9) + " " + pad(Terminal.line(device.deviceId), 33) + " " + pad(device.tokenHash + "…", 14) + " "
                             + pad(device.pushKey == nil ? "no" : "yes", 4) + " " + updated)
                 }
             }
@@ -97,11 +101,11 @@ enum DevicesCommand {
         do {
             _ = try DeviceRegistry.decodeRegistration(namespace: namespace, body: body)
         } catch {
-            print(error.responseBody)
+            print(Terminal.jsonText(error.responseBody))
             return ExitCode.usage.rawValue
         }
         let answer = await DeviceRegistry(store: try await openStore(dataDirectory)).handleRegister(namespace: namespace, body: body)
-        print(answer.body)
+        print(Terminal.jsonText(answer.body))
         switch answer.status {
         case 200: return ExitCode.success.rawValue
         case 400: return ExitCode.usage.rawValue

@@ -61,12 +61,11 @@ enum EnvelopeCommand {
     }
 
     private static func canonicalPayload(fromFile path: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw UsageError("--payload-file: cannot read '\(path)'")
-        }
+        // Bounded (1 MiB), like every file the CLI reads.
+        let data = try InputFile.read(path, option: "payload-file")
         let value: JSONValue
         do {
-            value = try JSONParser.parse([UInt8](data))
+            value = try JSONParser.parse(data)
         } catch {
             throw UsageError("--payload-file: '\(path)' is not JSON: \(error.description)")
         }

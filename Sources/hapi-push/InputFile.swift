@@ -15,7 +15,7 @@ enum InputFile {
             data = try? handle.read(upToCount: maximumBytes + 1) ?? Data()
         }
         guard let data else { throw UsageError("--\(option): cannot read '\(path)'") }
-        guard data.count <= maximumBytes else { throw UsageError("--\(option): more than \(maximumBytes) bytes") }
+        guard data.count <= maximumBytes else { throw UsageError("--\(option): '\(path)' is larger than 1 MiB (\(maximumBytes) bytes)") }
         return [UInt8](data)
     }
 }

@@ -64,8 +64,12 @@ enum SendCommand {
             throw CommandFailure("cannot read the device registry: \(error)")
         }
         await push.shutdown()
+        // What was refused or could not be saved: the operator should know, even when sending.
+        for diagnostic in push.configuration.diagnostics where diagnostic.level != .info {
+            printError("\(diagnostic.level.rawValue): \(diagnostic.setting): \(diagnostic.message)")
+        }
         if args.has("json") {
-            print(report.jsonValue.canonicalString)
+            print(Terminal.json(report.jsonValue))
         } else {
             render(report, configuration: push.configuration) { print($0) }
         }
@@ -87,10 +91,10 @@ enum SendCommand {
         }
         if report.deliveries.isEmpty { emit("no native devices registered in this namespace") }
         for delivery in report.deliveries {
-            var line = "  " + pad(delivery.platform.rawValue, 6) + pad(delivery.deviceId, 14) + " token " + delivery.tokenHash + "  "
-                + pad(delivery.transport, 6) + pad(delivery.outcome.rawValue, 8)
+            var line = "  " + pad(delivery.platform.rawValue, 6) + pad(Terminal.line(delivery.deviceId), 14) + " token " + delivery.tokenHash + "  "
+                + pad(Terminal.line(delivery.transport), 6) + pad(delivery.outcome.rawValue, 8)
             if let status = delivery.status { line += " HTTP \(status)" }
-            if let reason = delivery.reason { line += " (\(reason))" }
+            if let reason = delivery.reason { line += " (\(Terminal.line(reason)))" }
             if let payload = delivery.payload, payload != .full { line += " payload=\(payload.rawValue)" }
             if delivery.pruned { line += " → pruned" }
             if delivery.outcome != .skipped { line += " \(delivery.latencyMilliseconds) ms" }

@@ -61,24 +61,49 @@ func runCommand(_ allArguments: [String]) async -> Int32 {
             throw UsageError("unknown command '\(command)'; run 'hapi-push --help'")
         }
     } catch let error as UsageError {
-        FileHandle.standardError.write(Data("hapi-push: \(error.message)\n".utf8))
+        printError(lines: error.lines)
         return ExitCode.usage.rawValue
     } catch let error as CommandFailure {
-        FileHandle.standardError.write(Data("hapi-push: \(error.message)\n".utf8))
+        printError(error.message)
         return ExitCode.failure.rawValue
     } catch {
-        FileHandle.standardError.write(Data("hapi-push: \(error)\n".utf8))
+        printError("\(error)")
         return ExitCode.failure.rawValue
     }
 }
 
 func usageFailure(_ message: String) -> Int32 {
-    FileHandle.standardError.write(Data("hapi-push: \(message)\n".utf8))
+    printError(message)
     return ExitCode.usage.rawValue
+}
+
+/// One message on stderr, escaped (`Terminal.line`): a value quoted in it (an argument, a path,
+/// a device id) can never start a line of its own or move the cursor. `lines` are ours.
+func printError(_ message: String) { printError(lines: [message]) }
+
+func printError(lines: [String]) {
+    FileHandle.standardError.write(Data(("hapi-push: " + lines.map { Terminal.line($0) }.joined(separator: "\n") + "\n").utf8))
+}
+
+/// The arguments exactly as given, or nil (after a message) when one is not valid UTF-8:
+/// `CommandLine.arguments` would silently turn such bytes into U+FFFD, and a device id, token or
+/// path would then name something other than what the operator typed.
+func validatedArguments() -> [String]? {
+    var arguments: [String] = []
+    for index in 1..<Int(max(CommandLine.argc, 1)) {
+        guard let raw = CommandLine.unsafeArgv[index] else { continue }
+        guard let argument = String(validatingCString: raw) else {
+            FileHandle.standardError.write(Data("hapi-push: argument \(index) is not valid UTF-8: pass text in UTF-8\n".utf8))
+            return nil
+        }
+        arguments.append(argument)
+    }
+    return arguments
 }
 
 // This process is ours, not a host's: one malloc arena for all its threads. With one arena per
 // thread (glibc's default), memory freed by the HTTP/2 thread is not reused by the dispatch's
 // threads, and a send to 10,000 devices peaks ~3 MB higher for nothing.
 _ = hapi_use_one_malloc_arena()
-exit(await runCommand(Array(CommandLine.arguments.dropFirst())))
+guard let arguments = validatedArguments() else { exit(ExitCode.usage.rawValue) }
+exit(await runCommand(arguments))

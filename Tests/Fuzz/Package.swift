@@ -18,5 +18,8 @@ let package = Package(
         .executableTarget(name: "FuzzSettings", dependencies: ["FuzzCheck", library("PushNative")]),
         .executableTarget(name: "FuzzJSON", dependencies: ["FuzzCheck", library("PushEnvelope")]),
         .executableTarget(name: "FuzzClassify", dependencies: ["FuzzCheck", library("PushTransports")]),
+        .executableTarget(name: "FuzzURL", dependencies: ["FuzzCheck", library("PushNative")]),
+        .executableTarget(name: "FuzzCredentials", dependencies: ["FuzzCheck", library("PushTransports"), library("PushEnvelope")]),
+        .executableTarget(name: "FuzzSanitize", dependencies: ["FuzzCheck", library("PushTransports")]),
     ]
 )

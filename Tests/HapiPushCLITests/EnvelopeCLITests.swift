@@ -21,9 +21,14 @@ enum CLI {
     }
 
     /// Runs the CLI; `input`, when given, is its standard input (small: written before reading).
-    static func run(_ arguments: [String], environment: [String: String]? = nil, input: String? = nil) throws -> CLIResult {
+    /// With `timeout`, a CLI still running then is killed (SIGKILL) and the result's status is
+    /// `CLI.killedStatus`: a hang fails the test instead of blocking the suite.
+    static func run(
+        _ arguments: [String], environment: [String: String]? = nil, input: String? = nil, timeout: Duration? = nil,
+        closedInput: Bool = false, executable: URL? = nil
+    ) throws -> CLIResult {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = executable ?? Self.executable
         process.arguments = arguments
         if let environment { process.environment = environment }
         let out = Pipe()
@@ -31,18 +36,36 @@ enum CLI {
         let stdin = Pipe()
         process.standardOutput = out
         process.standardError = err
-        if input != nil { process.standardInput = stdin }
+        if input != nil || closedInput { process.standardInput = stdin }
         try process.run()
-        if let input {
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try stdin.fileHandleForWriting.close()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        if input != nil || closedInput { try stdin.fileHandleForWriting.close() }
+        let killed = Killer()
+        if let timeout {
+            let pid = process.processIdentifier
+            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                guard process.isRunning else { return }
+                killed.mark()
+                kill(pid, SIGKILL)
+            }
         }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return CLIResult(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            status: killed.value ? killedStatus : process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// The status of a CLI killed at its timeout.
+    static let killedStatus: Int32 = -9
+
+    private final class Killer: @unchecked Sendable {
+        private let lock = NSLock()
+        private var killed = false
+        func mark() { lock.withLock { killed = true } }
+        var value: Bool { lock.withLock { killed } }
     }
 }
 

@@ -109,8 +109,8 @@ import Testing
 
     @Test func relayURLLosesTrailingSlashes() throws {
         let fixture = try ConfigFixture()
-        fixture.environment["HAPI_PUSH_RELAY_URL"] = "http://192.0.2.1:8790//"
-        #expect(try fixture.load().relayURL == "http://192.0.2.1:8790")
+        fixture.environment["HAPI_PUSH_RELAY_URL"] = "https://192.0.2.1:8790//"
+        #expect(try fixture.load().relayURL == "https://192.0.2.1:8790")
     }
 }
 
