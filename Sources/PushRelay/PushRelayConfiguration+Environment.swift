@@ -60,8 +60,12 @@ extension PushRelayConfiguration {
                 guard redis.usesTLS else {
                     throw PushRelayStartupError("RELAY_REDIS_CA_FILE is only for rediss:// (TLS), but RELAY_REDIS_URL is redis://")
                 }
-                guard access(redisCAFile, R_OK) == 0 else {
-                    throw PushRelayStartupError("RELAY_REDIS_CA_FILE: cannot read \(redisCAFile): \(String(cString: strerror(errno)))")
+                // The same check as RELAY_CA_FILE's: readable, bounded, with a PEM certificate.
+                do {
+                    _ = try CurlTrustStore.readAdditionalCAFile(redisCAFile)
+                } catch {
+                    // The detail is "PATH why": long enough for a long path and its reason.
+                    throw PushRelayStartupError("RELAY_REDIS_CA_FILE: \(SafeText.sanitize(error.detail ?? "\(redisCAFile) is unusable", limit: 320))")
                 }
                 redis.caFile = redisCAFile
                 redis.caFileVariable = "RELAY_REDIS_CA_FILE"

@@ -89,16 +89,20 @@ import Testing
         // rediss:// without its own CA trusts RELAY_CA_FILE's in addition to the system store.
         let fallback = try PushRelayConfiguration(environment: base.merging(["RELAY_REDIS_URL": "rediss://cache"]) { $1 })
         #expect(fallback.redis?.caFile == providers.caBundlePath && fallback.redis?.caFileVariable == "RELAY_CA_FILE")
+        let redisCA = providers.directory + "/redis-ca.pem"
+        try Data(String(contentsOfFile: providers.caBundlePath, encoding: .utf8).utf8).write(to: URL(fileURLWithPath: redisCA))
         let own = try PushRelayConfiguration(
-            environment: base.merging(["RELAY_REDIS_URL": "rediss://cache", "RELAY_REDIS_CA_FILE": providers.apnsKeyPath]) { $1 })
-        #expect(own.redis?.caFile == providers.apnsKeyPath && own.redis?.caFileVariable == "RELAY_REDIS_CA_FILE")
+            environment: base.merging(["RELAY_REDIS_URL": "rediss://cache", "RELAY_REDIS_CA_FILE": redisCA]) { $1 })
+        #expect(own.redis?.caFile == redisCA && own.redis?.caFileVariable == "RELAY_REDIS_CA_FILE")
         // redis:// is plain TCP: no CA at all.
         #expect(try PushRelayConfiguration(environment: base.merging(["RELAY_REDIS_URL": "redis://cache"]) { $1 }).redis?.caFile == nil)
         #expect(try PushRelayConfiguration(environment: base).redis == nil)
         let refusals: [([String: String], String)] = [
             (["RELAY_REDIS_CA_FILE": providers.caBundlePath], "RELAY_REDIS_URL is not"),
             (["RELAY_REDIS_URL": "redis://cache", "RELAY_REDIS_CA_FILE": providers.caBundlePath], "only for rediss://"),
-            (["RELAY_REDIS_URL": "rediss://cache", "RELAY_REDIS_CA_FILE": providers.directory + "/missing.pem"], "RELAY_REDIS_CA_FILE: cannot read"),
+            (["RELAY_REDIS_URL": "rediss://cache", "RELAY_REDIS_CA_FILE": providers.directory + "/missing.pem"], "missing.pem cannot be read"),
+            // A key is not a CA: refused here, not at the first connection.
+            (["RELAY_REDIS_URL": "rediss://cache", "RELAY_REDIS_CA_FILE": providers.apnsKeyPath], "RELAY_REDIS_CA_FILE: \(providers.apnsKeyPath) holds a private key, not a certificate"),
             (["RELAY_REDIS_URL": "  "], "RELAY_REDIS_URL is set but only whitespace"),
         ]
         for (extra, mentions) in refusals {
