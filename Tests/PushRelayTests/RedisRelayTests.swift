@@ -242,6 +242,20 @@ import Testing
         await relay.stop()
     }
 
+    @Test func theDocumentedACLIsEnough() async throws {
+        let redis = try RedisTestServer()
+        // docs/relay.md's ACL for a relay's own user, and nothing more.
+        let rules = "~hapi-push-relay:* +evalsha +script|load +hset +hmget +pexpire +time +client|setname +select +auth"
+        let arguments = ["ACL", "SETUSER", "relay", "on", ">acl-Pass-5"] + rules.split(separator: " ").map(String.init)
+        #expect(try redis.cli(arguments) == "OK")
+        let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": "redis://relay:acl-Pass-5@127.0.0.1:\(redis.port)/3"])
+        #expect(try await relay.push(iosPush()).status == 200)
+        #expect(try redis.cli(["-n", "3", "EXISTS", Self.deviceKey(mixedCaseToken)]) == "1")
+        #expect(metric(relay.server.metricsText, "hapi_push_relay_rate_limiter_local_decisions_total") == 0)
+        #expect(relay.log.all.contains("rate limits: shared in redis://relay:***@127.0.0.1:\(redis.port)/3"))
+        await relay.stop()
+    }
+
     @Test func aRedisThatRefusesTheConfigurationStopsTheStart() async throws {
         let password = "right-Horse-battery-42"
         let redis = try RedisTestServer(password: password)

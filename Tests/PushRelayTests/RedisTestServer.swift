@@ -122,7 +122,11 @@ final class RedisTestServer: @unchecked Sendable {
 
     /// Runs `redis-cli` against the server and returns its raw output, trimmed.
     @discardableResult
-    func cli(_ command: String...) throws -> String {
+    func cli(_ command: String...) throws -> String { try cli(command) }
+
+    /// `cli` with the arguments as an array (options such as `-n 3` may lead).
+    @discardableResult
+    func cli(_ command: [String]) throws -> String {
         var arguments = ["-h", "127.0.0.1", "-p", String(port), "--raw", "--no-auth-warning"]
         if usesTLS, let caPath { arguments += ["--tls", "--cacert", caPath] }
         if let password { arguments += ["-a", password] }
