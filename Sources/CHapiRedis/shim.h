@@ -29,13 +29,28 @@ static inline int hapi_redis_append_argv(redisContext *c, int argc, const char *
     return redisAppendCommandArgv(c, argc, argv, lengths);
 }
 
-/* Writes what is appended (first call) and reads one reply. REDIS_OK with *reply set, or
-   REDIS_ERR with c->err set (the context is then unusable). */
-static inline int hapi_redis_get_reply(redisContext *c, redisReply **reply) {
+/* redisGetReply's own loop (flush what is appended, then read until a reply is parsed), but
+   refusing to buffer more than `limit` unparsed bytes: a misbehaving server cannot make the
+   relay hold an endless reply. REDIS_OK with *reply set; REDIS_ERR with c->err set;
+   HAPI_REDIS_TOO_LARGE when the limit was passed (the context is then unusable too). */
+#define HAPI_REDIS_TOO_LARGE (-2)
+static inline int hapi_redis_get_reply_bounded(redisContext *c, redisReply **reply, size_t limit) {
     void *raw = 0;
-    int rc = redisGetReply(c, &raw);
+    *reply = 0;
+    if (redisGetReplyFromReader(c, &raw) == REDIS_ERR) return REDIS_ERR;
+    if (raw == 0) {
+        int done = 0;
+        do {
+            if (redisBufferWrite(c, &done) == REDIS_ERR) return REDIS_ERR;
+        } while (!done);
+        do {
+            if (c->reader->len - c->reader->pos > limit) return HAPI_REDIS_TOO_LARGE;
+            if (redisBufferRead(c) == REDIS_ERR) return REDIS_ERR;
+            if (redisGetReplyFromReader(c, &raw) == REDIS_ERR) return REDIS_ERR;
+        } while (raw == 0);
+    }
     *reply = (redisReply *)raw;
-    return rc;
+    return REDIS_OK;
 }
 
 static inline int hapi_redis_context_fd(const redisContext *c) { return c->fd; }

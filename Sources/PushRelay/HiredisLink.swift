@@ -47,7 +47,11 @@ final class HiredisLink: RedisLink {
         for _ in commands {
             var reply: UnsafeMutablePointer<redisReply>?
             errno = 0
-            guard hapi_redis_get_reply(context, &reply) == REDIS_OK, let reply else {
+            let rc = hapi_redis_get_reply_bounded(context, &reply, RedisTLSLink.maximumBufferedBytes)
+            if rc == HAPI_REDIS_TOO_LARGE {
+                throw RedisLinkError(.unavailable, "a reply larger than \(RedisTLSLink.maximumBufferedBytes) bytes")
+            }
+            guard rc == REDIS_OK, let reply else {
                 throw RedisLinkError(.unavailable, Self.describe(context, timeoutMilliseconds: commandMilliseconds))
             }
             replies.append(RedisReply(reply))
