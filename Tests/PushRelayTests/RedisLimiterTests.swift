@@ -241,6 +241,21 @@ func eventually(seconds: Double = 10, _ condition: () throws -> Bool) async reth
         await limiter.shutdown()
     }
 
+    @Test func anEndlessReplyIsCutOffNotBuffered() async throws {
+        // Not Redis: a listener that answers any command with a gigabyte bulk string and
+        // streams it until the client hangs up (a misconfigured port, a hostile peer).
+        let server = try EndlessReplyServer()
+        defer { server.stop() }
+        let limiter = RedisPushRelayRateLimiter(configuration: try PushRelayRedisConfiguration(url: "redis://127.0.0.1:\(server.port)"))
+        let problem = await limiter.firstConnection()
+        #expect(problem?.kind == .unavailable)
+        #expect(problem?.message == "a reply larger than \(RedisTLSLink.maximumBufferedBytes) bytes", "\(problem?.message ?? "")")
+        #expect(await limiter.admit(client: "ip", device: deviceDigest(1)) == .admitted)
+        #expect(limiter.status.isDegraded)
+        await limiter.shutdown()
+        #expect(server.bytesSent < 64 << 20, "sent \(server.bytesSent)")
+    }
+
     @Test func aShutDownLimiterDecidesInMemory() async throws {
         let redis = try RedisTestServer()
         let limiter = RedisPushRelayRateLimiter(configuration: try redisConfiguration(redis), deviceLimit: PushRelayRateLimit(burst: 1, perMinute: 1))
@@ -263,5 +278,66 @@ struct SplitMix {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that answers every connection with the header of a 1 GB bulk
+/// string and then streams bytes until the peer closes (sent with MSG_NOSIGNAL).
+final class EndlessReplyServer: @unchecked Sendable {
+    // @unchecked: `sent` and `stopping` are locked; the descriptor is immutable.
+    let port: Int
+    private let listener: Int32
+    private let sent = Locked(0)
+    private let stopping = Locked(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init() throws {
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listener = listener
+        let ok = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 && listen(listener, 8) == 0
+            }
+        }
+        guard ok else {
+            close(listener)
+            throw RedisTestServer.StartError(description: "cannot listen on 127.0.0.1: \(String(cString: strerror(errno)))")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    var bytesSent: Int { sent.withLock { $0 } }
+
+    private func serve() {
+        defer { finished.signal() }
+        let header = Array("$1000000000\r\n".utf8)
+        let chunk = [UInt8](repeating: 0x78, count: 64 * 1024)
+        while !stopping.withLock({ $0 }) {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            var request = [UInt8](repeating: 0, count: 4096)
+            _ = recv(client, &request, request.count, 0)
+            var payload = header
+            while !stopping.withLock({ $0 }) {
+                let rc = payload.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard rc > 0 else { break }
+                sent.withLock { $0 += rc }
+                payload = chunk
+            }
+            close(client)
+        }
+    }
+
+    func stop() {
+        stopping.withLock { $0 = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        _ = finished.wait(timeout: .now() + 5)
     }
 }
