@@ -46,6 +46,8 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
         if trimmed.contains("#") { throw HTTPBaseURLError("must not have a fragment (#…): paths are appended to it") }
         let afterScheme = trimmed[trimmed.index(trimmed.firstIndex(of: ":") ?? trimmed.startIndex, offsetBy: 3)...]
         let authority = afterScheme.prefix { $0 != "/" }
+        // libcurl reads `https:///host` as `https://host`; a URL meant to name a host must.
+        if authority.isEmpty { throw HTTPBaseURLError("has no host after the scheme's //") }
         if authority.contains("@") {
             throw HTTPBaseURLError("must not hold a user name or password (user:password@): remove them")
         }
@@ -94,7 +96,9 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
             var start = first
             while start < scalars.count, scalars[start] == "/" || scalars[start] == "\\" { start += 1 }
             var end = start
-            while end < scalars.count, scalars[end] != "/", scalars[end] != "\\", scalars[end] != "?", scalars[end] != "#" { end += 1 }
+            // A backslash does not end it: some parsers read it as `/`, others as user info,
+            // and showing `***` for a path is harmless.
+            while end < scalars.count, scalars[end] != "/", scalars[end] != "?", scalars[end] != "#" { end += 1 }
             guard let at = (start..<end).last(where: { scalars[$0] == "@" }),
                   let colon = (start..<at).first(where: { scalars[$0] == ":" })
             else { continue }

@@ -95,6 +95,8 @@ final class GarbageServer: @unchecked Sendable {
         case .failure(let error): #expect(!accepted, "\(url) was refused: \(error)")
         }
         #expect((try? HTTPBaseURL("http://127.0.0.1:1", cleartext: .never)) == nil)
+        // Found by the `url` fuzz target: libcurl reads a third slash as nothing.
+        #expect((try? HTTPBaseURL("https:///relay.example.test")) == nil)
     }
 
     /// Found by the `url` fuzz target: a lenient form (`http:h:pw@//…`, no `//` after the
@@ -107,6 +109,7 @@ final class GarbageServer: @unchecked Sendable {
         // Also found by it: a scheme that is not one, then `://` and user info.
         #expect(HTTPBaseURL.redactingPassword("h0p:ts://h:9\u{FFFD}49@") == "h0p:ts://h:***@")
         #expect(HTTPBaseURL.redactingPassword("x:y://a:b@c/d://e:f@g") == "x:y://a:***@c/d://e:***@g")
+        #expect(HTTPBaseURL.redactingPassword("https://h\\u:pw@x") == "https://h\\u:***@x")
         #expect(HTTPBaseURL.redactingPassword("https://h/a:b@c") == "https://h/a:b@c")
         #expect(!HTTPBaseURL.hasPassword("https://relay.example.test:8443/x"))
     }
