@@ -4,10 +4,11 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # Strict flags live here, not in Package.swift, so the package stays usable as a dependency.
 STRICT := -Xswiftc -warnings-as-errors
-BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev libmicrohttpd-dev pkg-config
-# Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package) and Debian's
-# stock nghttpd (with openssl to make its certificate).
-TEST_PACKAGES := $(BUILD_PACKAGES) postgresql nghttp2-server openssl
+BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libhiredis-dev pkg-config
+# Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package), Redis
+# (redis-server, with redis-cli from redis-tools for the tests' own checks), and Debian's stock
+# nghttpd (with openssl to make its certificates).
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl
 BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean
@@ -29,7 +30,7 @@ test:
 test-sanitize:
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
-	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/scripts/tsan.supp" $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp" $(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan --no-parallel
 

@@ -44,6 +44,10 @@ let package = Package(
         .systemLibrary(
             name: "CHapiMicrohttpd", path: "Sources/CHapiMicrohttpd", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
+        // hiredis 0.14 (no TLS of its own): typed wrappers for its variadic and void * calls.
+        // No pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses
+        // with a warning on every build; the header is <hiredis/hiredis.h> in /usr/include.
+        .systemLibrary(name: "CHapiRedis", path: "Sources/CHapiRedis", providers: [.apt(["libhiredis-dev"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
@@ -81,9 +85,9 @@ let package = Package(
             swiftSettings: strictSettings),
         // The push relay service (beside PushNative, never depending on it) and its executable.
         .target(
-            name: "PushRelay", dependencies: ["PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd"],
+            name: "PushRelay", dependencies: ["PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
-        .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay"], swiftSettings: strictSettings),
+        .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
             name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "PushLoopbackServer", "PushTestSupport", "CHapiLinux"],
             swiftSettings: strictSettings),

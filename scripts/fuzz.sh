@@ -6,6 +6,7 @@
 #   FUZZ_TARGETS="json classify" scripts/fuzz.sh
 #   FUZZ_SAVE_CORPUS=1 scripts/fuzz.sh         # merge inputs that add coverage into the seeds
 #   FUZZ_RUNS=10000000 FUZZ_SECONDS=86400 scripts/fuzz.sh   # a campaign: stop each target after 10 million executions
+#   FUZZ_WORK_ROOT=/dev/shm scripts/fuzz.sh  # scratch corpus and settings files on tmpfs (the settings target saves files: 30x faster)
 #
 # Crashing inputs go to Tests/Fuzz/artifacts/<target>/ (gitignored). Exits 1 if any target
 # crashed: turn each crash into a case in Tests/*/FuzzRegressionTests.swift.
@@ -57,7 +58,7 @@ BIN=$("$SWIFT" build -c release --scratch-path "$BUILD_DIR" --show-bin-path)
 export SWIFT_BACKTRACE=enable=no
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 
-WORK=$(mktemp -d /tmp/hapi-push-fuzz.XXXXXX)
+WORK=$(mktemp -d "${FUZZ_WORK_ROOT:-/tmp}/hapi-push-fuzz.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 summary=()
 failed=0

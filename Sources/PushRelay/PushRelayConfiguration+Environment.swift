@@ -30,6 +30,8 @@ extension PushRelayConfiguration {
     /// | `RELAY_TRUST_PROXY` | `1`/`true`: rate-limit by the first `X-Forwarded-For` hop | off |
     /// | `RELAY_CA_FILE` | extra CA (PEM) trusted outbound | system store only |
     /// | `RELAY_METRICS_PORT` | Prometheus text on 127.0.0.1:PORT/metrics | off |
+    /// | `RELAY_REDIS_URL` | `redis://` or `rediss://`: rate limits shared in Redis | in memory |
+    /// | `RELAY_REDIS_CA_FILE` | extra CA (PEM) trusted for `rediss://` | `RELAY_CA_FILE` |
     ///
     /// Credential files are read here, once: call this at start-up, not on a hot path.
     public init(environment: [String: String]) throws(PushRelayStartupError) {
@@ -50,6 +52,30 @@ extension PushRelayConfiguration {
             } catch {
                 throw PushRelayStartupError("RELAY_CA_FILE: \(Self.excerpt(error.detail ?? "\(caFile) is unusable"))")
             }
+        }
+        let redisCAFile = try reader.value("RELAY_REDIS_CA_FILE")
+        if let url = try reader.value("RELAY_REDIS_URL") {
+            var redis = try PushRelayRedisConfiguration(url: url)
+            if let redisCAFile {
+                guard redis.usesTLS else {
+                    throw PushRelayStartupError("RELAY_REDIS_CA_FILE is only for rediss:// (TLS), but RELAY_REDIS_URL is redis://")
+                }
+                // The same check as RELAY_CA_FILE's: readable, bounded, with a PEM certificate.
+                do {
+                    _ = try CurlTrustStore.readAdditionalCAFile(redisCAFile)
+                } catch {
+                    // The detail is "PATH why": long enough for a long path and its reason.
+                    throw PushRelayStartupError("RELAY_REDIS_CA_FILE: \(SafeText.sanitize(error.detail ?? "\(redisCAFile) is unusable", limit: 320))")
+                }
+                redis.caFile = redisCAFile
+                redis.caFileVariable = "RELAY_REDIS_CA_FILE"
+            } else if redis.usesTLS, let caFile {
+                redis.caFile = caFile
+                redis.caFileVariable = "RELAY_CA_FILE"
+            }
+            self.redis = redis
+        } else if redisCAFile != nil {
+            throw PushRelayStartupError("RELAY_REDIS_CA_FILE is set but RELAY_REDIS_URL is not: set both (rediss://…) or neither")
         }
 
         let apnsNames = ["RELAY_APNS_KEY_P8_PATH", "RELAY_APNS_KEY_ID", "RELAY_APNS_TEAM_ID", "RELAY_APNS_BUNDLE_ID"]
@@ -111,7 +137,7 @@ extension PushRelayConfiguration {
     public static let environmentVariables = [
         "RELAY_APNS_KEY_P8_PATH", "RELAY_APNS_KEY_ID", "RELAY_APNS_TEAM_ID", "RELAY_APNS_BUNDLE_ID", "RELAY_APNS_ENV", "RELAY_APNS_ENDPOINT",
         "RELAY_FCM_SERVICE_ACCOUNT_PATH", "RELAY_FCM_PACKAGE_NAME", "RELAY_FCM_ENDPOINT", "RELAY_HOST", "RELAY_PORT", "RELAY_TRUST_PROXY",
-        "RELAY_CA_FILE", "RELAY_METRICS_PORT",
+        "RELAY_CA_FILE", "RELAY_METRICS_PORT", "RELAY_REDIS_URL", "RELAY_REDIS_CA_FILE",
     ]
 
     /// The relay's variables in the running process.

@@ -94,10 +94,18 @@ public struct PushRelayConfiguration: Sendable {
     /// gets a 502 after this.
     public var providerTimeout: Duration
     public var server: Server
+    /// `RELAY_REDIS_URL`: the rate limits live in this Redis, shared by every relay on it; nil
+    /// for limits in this process's memory.
+    public var redis: PushRelayRedisConfiguration?
+    /// The per-client-IP limit (the spec's 300 a minute, burst 300).
+    public var clientLimit: PushRelayRateLimit
+    /// The per-device-token limit (the spec's 30 a minute, burst 30).
+    public var deviceLimit: PushRelayRateLimit
 
     public init(
         host: String = "0.0.0.0", port: Int = PushRelayConfiguration.defaultPort, apns: APNs? = nil, fcm: FCM? = nil, trustProxy: Bool = false,
-        caFile: String? = nil, metricsPort: Int? = nil, providerTimeout: Duration = .seconds(10), server: Server = Server()
+        caFile: String? = nil, metricsPort: Int? = nil, providerTimeout: Duration = .seconds(10), server: Server = Server(),
+        redis: PushRelayRedisConfiguration? = nil, clientLimit: PushRelayRateLimit = .client, deviceLimit: PushRelayRateLimit = .device
     ) {
         self.host = host
         self.port = port
@@ -108,6 +116,9 @@ public struct PushRelayConfiguration: Sendable {
         self.metricsPort = metricsPort
         self.providerTimeout = providerTimeout
         self.server = server
+        self.redis = redis
+        self.clientLimit = clientLimit
+        self.deviceLimit = deviceLimit
     }
 
     /// One line for the start-up message: which platforms are served, and how.

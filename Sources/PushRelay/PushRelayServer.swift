@@ -26,24 +26,84 @@ public final class PushRelayServer: Sendable {
     private let metricsListener: MicroHTTPDaemon?
     private let client: HTTPClient
     private let ownLog: RelayLogWriter?
+    /// The Redis limiter this server made from `configuration.redis` (stopped with it).
+    private let ownedLimiter: RedisPushRelayRateLimiter?
     private let stopped = Locked(false)
 
     /// Starts listening (and the metrics listener, when configured) and logs the
-    /// `… listening on http://HOST:PORT …` line.
+    /// `… listening on http://HOST:PORT …` line. With `configuration.redis` (and no
+    /// `rateLimiter`), the limits live in that Redis; this does not wait for it to connect
+    /// (`start` does, and refuses a Redis that rejects the configuration).
     ///
     /// - Parameters:
-    ///   - rateLimiter: the abuse limit; the spec's in-memory one by default.
+    ///   - rateLimiter: the abuse limit; by default the spec's, in Redis when
+    ///     `configuration.redis` is set, else in memory.
     ///   - log: where lines go (one per push, plus start and stop); stdout, from a thread of
     ///     its own, by default.
     /// - Throws: `PushRelayStartupError` naming what to fix (a variable, or the address that
     ///   cannot be bound).
-    public init(
+    public convenience init(
         configuration: PushRelayConfiguration, rateLimiter: (any PushRelayRateLimiter)? = nil, log: (@Sendable (String) -> Void)? = nil
     ) throws(PushRelayStartupError) {
+        let output = Output(log: log)
+        try self.init(configuration: configuration, limiter: Self.limiter(configuration, rateLimiter, output), output: output)
+    }
+
+    /// `init`, after the first connection to the rate-limit Redis has been tried (on the
+    /// limiter's thread; the caller suspends meanwhile). A Redis that answers and refuses the
+    /// configuration (the password, the database, the scripts) or whose certificate fails
+    /// verification stops the start with an error naming `RELAY_REDIS_URL`; one that cannot be
+    /// reached does not: the relay starts, limits in memory and connects when Redis is up.
+    public static func start(
+        configuration: PushRelayConfiguration, rateLimiter: (any PushRelayRateLimiter)? = nil, log: (@Sendable (String) -> Void)? = nil
+    ) async throws(PushRelayStartupError) -> PushRelayServer {
+        let output = Output(log: log)
+        let limiter = limiter(configuration, rateLimiter, output)
+        if let redis = limiter.owned, let problem = await redis.firstConnection(), problem.kind == .refused {
+            await redis.shutdown()
+            if let own = output.own { await RelayThread.run { own.close() } }
+            throw PushRelayStartupError("RELAY_REDIS_URL (\(redis.configuration.redactedURL)): \(problem.message)")
+        }
+        return try PushRelayServer(configuration: configuration, limiter: limiter, output: output)
+    }
+
+    /// Where the lines go: the caller's sink, or stdout through a writer of our own.
+    private struct Output: Sendable {
+        let own: RelayLogWriter?
+        let sink: @Sendable (String) -> Void
+
+        init(log: (@Sendable (String) -> Void)?) {
+            let own = log == nil ? RelayLogWriter() : nil
+            self.own = own
+            sink = log ?? { line in own?.write(line) }
+        }
+    }
+
+    /// The limiter to use, and the Redis one when this server made it (and so must stop it).
+    private static func limiter(
+        _ configuration: PushRelayConfiguration, _ given: (any PushRelayRateLimiter)?, _ output: Output
+    ) -> (limiter: any PushRelayRateLimiter, owned: RedisPushRelayRateLimiter?) {
+        if let given { return (given, nil) }
+        if let redis = configuration.redis {
+            let limiter = RedisPushRelayRateLimiter(
+                configuration: redis, clientLimit: configuration.clientLimit, deviceLimit: configuration.deviceLimit, log: output.sink)
+            return (limiter, limiter)
+        }
+        return (InMemoryPushRelayRateLimiter(clientLimit: configuration.clientLimit, deviceLimit: configuration.deviceLimit), nil)
+    }
+
+    private init(
+        configuration: PushRelayConfiguration, limiter: (limiter: any PushRelayRateLimiter, owned: RedisPushRelayRateLimiter?), output: Output
+    ) throws(PushRelayStartupError) {
+        let ownLog = output.own
+        let sink = output.sink
+        let owned = limiter.owned
         guard configuration.apns != nil || configuration.fcm != nil else {
+            Self.abandon(client: nil, log: ownLog, limiter: owned)
             throw PushRelayStartupError("no provider configured: the relay needs APNs, FCM or both")
         }
         guard let address = RelayBindAddress(host: configuration.host, port: configuration.port) else {
+            Self.abandon(client: nil, log: ownLog, limiter: owned)
             throw PushRelayStartupError("RELAY_HOST/RELAY_PORT: cannot bind \(configuration.host):\(configuration.port)")
         }
         let client: HTTPClient
@@ -51,11 +111,13 @@ public final class PushRelayServer: Sendable {
             client = try HTTPClient(
                 configuration: .init(requestTimeout: configuration.providerTimeout, additionalTrustedCAFile: configuration.caFile))
         } catch {
+            Self.abandon(client: nil, log: ownLog, limiter: owned)
             throw PushRelayStartupError(configuration.caFile != nil ? "RELAY_CA_FILE: \(error)" : "cannot start the HTTP client: \(error)")
         }
-        let ownLog = log == nil ? RelayLogWriter() : nil
-        let sink: @Sendable (String) -> Void = log ?? { line in ownLog?.write(line) }
-        let metrics = RelayMetrics()
+        let redisLimiter = owned ?? (limiter.limiter as? RedisPushRelayRateLimiter)
+        var redisStatus: (@Sendable () -> PushRelayRedisStatus)?
+        if let redisLimiter { redisStatus = { redisLimiter.status } }
+        let metrics = RelayMetrics(redisStatus: redisStatus)
         let service = RelayService(
             apns: configuration.apns.map { apns in
                 RelayAPNsForwarder(
@@ -67,7 +129,7 @@ public final class PushRelayServer: Sendable {
                     endpoint: fcm.endpoint, projectId: fcm.account.projectId, packageName: fcm.packageName,
                     accessTokens: FCMAccessTokenProvider(account: fcm.account, client: client), client: client)
             },
-            limiter: rateLimiter ?? InMemoryPushRelayRateLimiter(), trustProxy: configuration.trustProxy,
+            limiter: limiter.limiter, trustProxy: configuration.trustProxy,
             providerTimeout: configuration.providerTimeout, version: Self.version, metrics: metrics, log: sink)
 
         let server = configuration.server
@@ -80,7 +142,7 @@ public final class PushRelayServer: Sendable {
                     maximumBodyBytes: PushRelayConfiguration.maximumBodyBytes, allowsLaterAnswers: true),
                 onHead: { service.head($0) }, onRequest: { service.request($0) })
         } catch {
-            Self.abandon(client: client, log: ownLog)
+            Self.abandon(client: client, log: ownLog, limiter: owned)
             throw PushRelayStartupError("RELAY_PORT: \(error.message)")
         }
         var metricsListener: MicroHTTPDaemon?
@@ -88,13 +150,14 @@ public final class PushRelayServer: Sendable {
             do {
                 metricsListener = try Self.startMetrics(port: metricsPort, metrics: metrics)
             } catch {
-                Self.abandon(client: client, log: ownLog)
+                Self.abandon(client: client, log: ownLog, limiter: owned)
                 throw PushRelayStartupError("RELAY_METRICS_PORT: \(error.message)")
             }
         }
         self.configuration = configuration
         self.client = client
         self.ownLog = ownLog
+        self.ownedLimiter = owned
         self.service = service
         self.api = api
         self.metricsListener = metricsListener
@@ -139,6 +202,7 @@ public final class PushRelayServer: Sendable {
         await api.stop()
         await metricsListener?.stop()
         await client.shutdown()
+        await ownedLimiter?.shutdown()
         service.log("\(Self.serviceName) stopped")
         if let ownLog { await RelayThread.run { ownLog.close() } }
     }
@@ -164,9 +228,10 @@ public final class PushRelayServer: Sendable {
     }
 
     /// Releases what a failed start had already set up (without waiting for it).
-    private static func abandon(client: HTTPClient, log: RelayLogWriter?) {
+    private static func abandon(client: HTTPClient?, log: RelayLogWriter?, limiter: RedisPushRelayRateLimiter?) {
         Task {
-            await client.shutdown()
+            await client?.shutdown()
+            await limiter?.shutdown()
             if let log { await RelayThread.run { log.close() } }
         }
     }

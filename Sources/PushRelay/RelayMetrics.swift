@@ -28,6 +28,12 @@ final class RelayMetrics: Sendable {
     }
 
     private let state = Locked(Snapshot())
+    /// The shared limiter's health, when the limits live in Redis.
+    private let redisStatus: (@Sendable () -> PushRelayRedisStatus)?
+
+    init(redisStatus: (@Sendable () -> PushRelayRedisStatus)? = nil) {
+        self.redisStatus = redisStatus
+    }
 
     var snapshot: Snapshot { state.withLock { $0 } }
 
@@ -70,6 +76,20 @@ final class RelayMetrics: Sendable {
         out += "hapi_push_relay_push_duration_seconds_count \(s.durationCount)\n"
         family("hapi_push_relay_pushes_in_flight", "gauge", "Pushes waiting for their answer.")
         out += "hapi_push_relay_pushes_in_flight \(s.inFlight)\n"
+        if let redis = redisStatus?() {
+            family("hapi_push_relay_redis_errors_total", "counter", "Failed Redis connection attempts, lost connections and failed rate-limit script calls.")
+            out += "hapi_push_relay_redis_errors_total \(redis.errors)\n"
+            family("hapi_push_relay_redis_connected", "gauge", "1 while a connection to the rate-limit Redis is up.")
+            out += "hapi_push_relay_redis_connected \(redis.isConnected ? 1 : 0)\n"
+            family(
+                "hapi_push_relay_rate_limiter_degraded", "gauge",
+                "1 while rate limits are decided in this process because Redis cannot be used (fail-open).")
+            out += "hapi_push_relay_rate_limiter_degraded \(redis.isDegraded ? 1 : 0)\n"
+            family(
+                "hapi_push_relay_rate_limiter_local_decisions_total", "counter",
+                "Pushes whose rate limit was decided in this process because Redis could not decide it.")
+            out += "hapi_push_relay_rate_limiter_local_decisions_total \(redis.localDecisions)\n"
+        }
         return out
     }
 }

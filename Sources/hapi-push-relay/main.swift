@@ -1,5 +1,6 @@
 import Glibc
 import PushRelay
+import PushSync
 
 // hapi-push-relay: the push relay service. Configuration comes from RELAY_* variables
 // (docs/relay.md). Exit codes: 0 after a clean stop (SIGTERM/SIGINT), 1 when it cannot start,
@@ -50,12 +51,30 @@ func run() -> Never {
     }
     if !arguments.isEmpty { fail("unexpected argument \(arguments[0]) (try --help)", status: 2) }
 
-    let server: PushRelayServer
+    let configuration: PushRelayConfiguration
     do {
-        let configuration = try PushRelayConfiguration(environment: PushRelayConfiguration.processEnvironment)
-        server = try PushRelayServer(configuration: configuration)
+        configuration = try PushRelayConfiguration(environment: PushRelayConfiguration.processEnvironment)
     } catch {
         fail(error.message, status: 1)
+    }
+    // Started as a task: with RELAY_REDIS_URL the start waits for the first connection attempt.
+    let outcome = Locked<Result<PushRelayServer, PushRelayStartupError>?>(nil)
+    let started = Completion()
+    Task.detached {
+        do throws(PushRelayStartupError) {
+            let server = try await PushRelayServer.start(configuration: configuration)
+            outcome.withLock { $0 = .success(server) }
+        } catch {
+            outcome.withLock { $0 = .failure(error) }
+        }
+        started.signal()
+    }
+    started.wait()
+    let server: PushRelayServer
+    switch outcome.withLock({ $0 }) {
+    case .success(let running): server = running
+    case .failure(let error): fail(error.message, status: 1)
+    case nil: fail("the start did not finish", status: 1)
     }
 
     var number: Int32 = 0

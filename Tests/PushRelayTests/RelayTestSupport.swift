@@ -53,7 +53,7 @@ final class RelayFixture: Sendable {
     let providers: LoopbackProviders
     let server: PushRelayServer
     let client: HTTPClient
-    let log = LogCapture()
+    let log: LogCapture
 
     /// - Parameters:
     ///   - adjust: changes the configuration read from the environment before the server starts.
@@ -64,8 +64,41 @@ final class RelayFixture: Sendable {
         providers = try LoopbackProviders()
         var configuration = try PushRelayConfiguration(environment: relayEnvironment(providers, apns: apns, fcm: fcm))
         adjust(&configuration)
+        log = LogCapture()
         server = try PushRelayServer(configuration: configuration, rateLimiter: limiter, log: log.sink)
         client = try HTTPClient(configuration: .init(requestTimeout: .seconds(20), maximumConnectionsPerHost: 64))
+    }
+
+    private init(providers: LoopbackProviders, server: PushRelayServer, log: LogCapture) throws {
+        self.providers = providers
+        self.server = server
+        self.log = log
+        client = try HTTPClient(configuration: .init(requestTimeout: .seconds(20), maximumConnectionsPerHost: 64))
+    }
+
+    /// A relay started with `PushRelayServer.start` (which tries Redis first when the
+    /// configuration has it), with `environment` added to the stand-ins' variables.
+    static func start(
+        environment extra: [String: String] = [:], adjust: (inout PushRelayConfiguration) -> Void = { _ in }
+    ) async throws -> RelayFixture {
+        try await start(environment: { _ in extra }, adjust: adjust)
+    }
+
+    /// `start`, with variables that depend on this fixture's own stand-ins (their CA bundle).
+    static func start(
+        environment extra: (LoopbackProviders) throws -> [String: String], adjust: (inout PushRelayConfiguration) -> Void = { _ in }
+    ) async throws -> RelayFixture {
+        let providers = try LoopbackProviders()
+        do {
+            var configuration = try PushRelayConfiguration(environment: relayEnvironment(providers).merging(try extra(providers)) { $1 })
+            adjust(&configuration)
+            let log = LogCapture()
+            let server = try await PushRelayServer.start(configuration: configuration, log: log.sink)
+            return try RelayFixture(providers: providers, server: server, log: log)
+        } catch {
+            providers.stop()
+            throw error
+        }
     }
 
     var url: String { server.url }
