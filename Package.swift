@@ -17,10 +17,10 @@ let package = Package(
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
         .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
-        .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
         .library(name: "PushRelay", targets: ["PushRelay"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
         .executable(name: "hapi-push-relay", targets: ["hapi-push-relay"]),
+        .executable(name: "hapi-push-demo", targets: ["hapi-push-demo"]),
     ],
     targets: [
         // C libraries, each behind a prefixed system-library module.
@@ -33,6 +33,8 @@ let package = Package(
         .systemLibrary(
             name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // Key generation for tests and the demo only, kept out of the production shim above.
+        .systemLibrary(name: "CHapiTestOpenSSL", path: "Sources/CHapiTestOpenSSL"),
         // epoll and eventfd, behind plain-value helpers.
         .systemLibrary(name: "CHapiLinux", path: "Sources/CHapiLinux"),
         .systemLibrary(
@@ -77,7 +79,7 @@ let package = Package(
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback", "PushSync"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
         .target(
-            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushSync", "PushLoopbackServer", "CHapiOpenSSL"],
+            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushSync", "PushLoopbackServer", "CHapiOpenSSL", "CHapiTestOpenSSL"],
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
@@ -89,7 +91,12 @@ let package = Package(
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "PushLoopbackServer", "PushTestSupport", "CHapiLinux"],
+            name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "CHapiLinux"],
+            swiftSettings: strictSettings),
+        // `make demo`: the whole flow against loopback stand-ins with throwaway keys, apart from
+        // the operator's CLI so `hapi-push` links no test code.
+        .executableTarget(
+            name: "hapi-push-demo", dependencies: ["PushNative", "PushEnvelope", "PushLoopbackServer", "PushTestSupport"],
             swiftSettings: strictSettings),
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
@@ -146,7 +153,7 @@ let package = Package(
             name: "PushEmbeddingTests", dependencies: ["PushNative", "PushEcosystemStandIns", "PushTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
+            name: "HapiPushCLITests", dependencies: ["hapi-push", "hapi-push-demo", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
             swiftSettings: strictSettings),
     ]
 )

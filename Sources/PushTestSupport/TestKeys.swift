@@ -1,4 +1,5 @@
 import CHapiOpenSSL
+import CHapiTestOpenSSL
 public import PushEnvelope
 
 /// Throwaway keys for tests and the demo, generated with OpenSSL at run time so no private key
