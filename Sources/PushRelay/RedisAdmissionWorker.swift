@@ -141,6 +141,11 @@ final class RedisAdmissionLoop {
     private var sha: [UInt8] = []
     private var tls: RedisTLSContext?
     private var failures = 0
+    /// Connections in a row that ended because the server could not run the script (a
+    /// replica, loading): each next one waits longer, as failed attempts do.
+    private var cannotDecideStreak = 0
+    /// Set by `run` when its connection ended that way.
+    private var lostBecauseServerCannotDecide = false
     private var nextAttempt: Int64 = 0
 
     init(shared: Shared, settings: RedisAdmissionWorker.Settings, report: RedisLimiterReport) {
@@ -249,8 +254,16 @@ final class RedisAdmissionLoop {
     private func connectionLost(_ error: RedisLinkError) {
         link?.close()
         link = nil
-        nextAttempt = 0
-        report.failed(error, connection: true)
+        let cannotDecide = lostBecauseServerCannotDecide
+        lostBecauseServerCannotDecide = false
+        if cannotDecide {
+            // It will answer a new connection at once and refuse the script again: back off.
+            cannotDecideStreak += 1
+            nextAttempt = RedisTLSLink.monotonicMilliseconds() + backoff(cannotDecideStreak)
+        } else {
+            nextAttempt = 0
+        }
+        report.failed(error, connection: true, serverCannotDecide: cannotDecide)
         shared.lock()
         shared.up = false
         let orphans = shared.queue
@@ -393,6 +406,7 @@ final class RedisAdmissionLoop {
                     // A replica after a fail-over, or a server still loading: this connection
                     // will not decide anything soon. Drop it; the reconnection (by name, so a
                     // moved DNS entry is followed) finds the new primary.
+                    lostBecauseServerCannotDecide = true
                     return (none, RedisLinkError(.unavailable, "the server cannot run the rate-limit script: \(reply.errorMessage ?? code)"))
                 } else {
                     report.failed(RedisLinkError(.unavailable, reply.errorMessage.map { "the rate-limit script failed: \($0)" } ?? "the rate-limit script gave an unexpected answer"))
@@ -415,7 +429,10 @@ final class RedisAdmissionLoop {
                     report.failed(RedisLinkError(.unavailable, loaded.errorMessage.map { "cannot load the rate-limit script: \($0)" } ?? "SCRIPT LOAD gave an unexpected answer"))
                 }
             }
-            if decided > 0 { report.decidedInRedis() }
+            if decided > 0 {
+                cannotDecideStreak = 0
+                report.decidedInRedis()
+            }
             return (verdicts, nil)
         } catch {
             return (none, error)

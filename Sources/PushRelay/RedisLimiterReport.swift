@@ -24,6 +24,9 @@ final class RedisLimiterReport: Sendable {
         var degradedSince: ContinuousClock.Instant?
         var localAtDegradation = 0
         var lastReminder: ContinuousClock.Instant?
+        /// The server answered but could not run the script (a replica, still loading): a new
+        /// connection to it proves nothing, only a push decided in Redis ends the degradation.
+        var backOnlyWhenDecided = false
     }
 
     static let reminderInterval: Duration = .seconds(60)
@@ -44,7 +47,7 @@ final class RedisLimiterReport: Sendable {
         let line = state.withLock { state -> String? in
             state.status.isConnected = true
             defer { state.everConnected = true }
-            if state.status.isDegraded { return recovered(&state) }
+            if state.status.isDegraded, !state.backOnlyWhenDecided { return recovered(&state) }
             return state.everConnected ? nil : "rate limits: shared in \(url)"
         }
         if let line { log(line) }
@@ -54,6 +57,7 @@ final class RedisLimiterReport: Sendable {
     func decidedInRedis() {
         let line = state.withLock { state -> String? in
             state.status.isConnected = true
+            state.backOnlyWhenDecided = false
             return state.status.isDegraded ? recovered(&state) : nil
         }
         if let line { log(line) }
@@ -65,10 +69,11 @@ final class RedisLimiterReport: Sendable {
     }
 
     /// An attempt or a command failed (`connection`: and there is no connection now).
-    func failed(_ error: RedisLinkError, connection lost: Bool = false) {
+    func failed(_ error: RedisLinkError, connection lost: Bool = false, serverCannotDecide: Bool = false) {
         let now = ContinuousClock.now
         let line = state.withLock { state -> String? in
             state.status.errors += 1
+            if serverCannotDecide { state.backOnlyWhenDecided = true }
             if lost { state.status.isConnected = false }
             state.status.lastError = error.message
             if !state.status.isDegraded {

@@ -59,7 +59,7 @@ public final class PostgresTestServer: @unchecked Sendable {
         var lastFailure = ""
         var started: Int?
         for _ in 0..<3 {
-            let candidate = try Self.freePort()
+            let candidate = try TestServerFiles.freePort()
             if try Self.startServer(bin: binDirectory, data: dataDirectory, port: candidate, log: directory + "/server.log", as: runAs, failure: &lastFailure) {
                 started = candidate
                 break
@@ -179,23 +179,6 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     /// The path of one of the server's programs (psql, pg_ctl, …).
     public static func binary(_ name: String) throws -> String { try findBinaries() + "/" + name }
-
-    /// A port the kernel just handed out on 127.0.0.1 (closed again for the server to take).
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PostgresTestServerError(message: "socket(): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw PostgresTestServerError(message: "bind(127.0.0.1:0): \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     private static func startServer(
         bin: String, data: String, port: Int, log: String, as account: (uid: uid_t, gid: gid_t)?, failure: inout String

@@ -26,34 +26,17 @@ public final class StockNghttpd: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-nghttpd-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         caPath = directory + "/ca.pem"
-        let steps: [[String]] = [
-            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=hapi test CA",
-             "-keyout", directory + "/ca.key", "-out", caPath, "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign"],
-            ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
-             "-keyout", directory + "/server.key", "-out", directory + "/server.csr"],
-            ["x509", "-req", "-in", directory + "/server.csr", "-CA", caPath, "-CAkey", directory + "/ca.key", "-CAcreateserial",
-             "-days", "2", "-out", directory + "/server.pem", "-extfile", directory + "/san.cnf"],
-        ]
-        try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8).write(to: URL(fileURLWithPath: directory + "/san.cnf"))
-        for arguments in steps {
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            openssl.arguments = arguments
-            openssl.standardOutput = FileHandle.nullDevice
-            openssl.standardError = FileHandle.nullDevice
-            do { try openssl.run() } catch { throw StartError(description: "cannot run /usr/bin/openssl: \(error)") }
-            openssl.waitUntilExit()
-            guard openssl.terminationStatus == 0 else {
-                throw StartError(description: "openssl \(arguments[0]) failed with status \(openssl.terminationStatus)")
-            }
+        do {
+            try TestServerFiles.makeCertificates(in: directory, caName: "hapi test CA", serverName: "127.0.0.1", subjectAltNames: "IP:127.0.0.1,DNS:localhost")
+        } catch {
+            throw StartError(description: error.description)
         }
         try FileManager.default.createDirectory(atPath: directory + "/htdocs", withIntermediateDirectories: true)
 
         // A free port: bind to 0, read it back, release it, let nghttpd take it (retried if raced).
         var lastFailure = "never started"
         for _ in 0..<5 {
-            let candidate = try Self.freePort()
+            let candidate = try TestServerFiles.freePort()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Self.executable)
             process.arguments = [
@@ -85,23 +68,6 @@ public final class StockNghttpd: @unchecked Sendable {
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw StartError(description: "socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else { throw StartError(description: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     static func waitForListener(port: Int, process: Process) -> Bool {

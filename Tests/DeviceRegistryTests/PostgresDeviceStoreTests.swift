@@ -123,7 +123,7 @@ import Testing
             #expect(error == .unavailable || error == .cannotOpen, "\(error)")
             #expect(error.message.contains("127.0.0.1") && !error.message.contains("wrong-password-123"), "\(error.message)")
         }
-        let down = try PostgresPushDeviceStore.Configuration(url: "postgresql://u:secret-xyz@127.0.0.1:\(try PostgresTestServer.freePort())/db", connectTimeoutSeconds: 2)
+        let down = try PostgresPushDeviceStore.Configuration(url: "postgresql://u:secret-xyz@127.0.0.1:\(try TestServerFiles.freePort())/db", connectTimeoutSeconds: 2)
         await #expect(throws: PushDeviceStoreError.unavailable) { try await PostgresPushDeviceStore.open(configuration: down) }
     }
 

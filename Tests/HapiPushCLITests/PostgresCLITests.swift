@@ -40,7 +40,7 @@ import Testing
         #expect(!saved.contains(server.password))
 
         // An unreachable server: exit 1 with a message naming it, not the password.
-        environment["HAPI_PUSH_DATABASE_URL"] = "postgresql://hapi:\(server.password)@127.0.0.1:\(try PostgresTestServer.freePort())/none?connect_timeout=2"
+        environment["HAPI_PUSH_DATABASE_URL"] = "postgresql://hapi:\(server.password)@127.0.0.1:\(try TestServerFiles.freePort())/none?connect_timeout=2"
         let down = try CLI.run(["--data-dir", dir, "devices", "list", "--namespace", "ns"], environment: environment)
         #expect(down.status == 1)
         #expect(down.stderr.contains("127.0.0.1") && !down.stderr.contains(server.password), "\(down.stderr)")

@@ -225,7 +225,7 @@ import Testing
     }
 
     @Test func anUnreachableRedisAtStartIsNotAStartFailure() async throws {
-        let port = try RedisTestServer.freePort()
+        let port = try TestServerFiles.freePort()
         let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": "redis://127.0.0.1:\(port)"]) {
             $0.redis?.maximumBackoff = .milliseconds(200)
         }

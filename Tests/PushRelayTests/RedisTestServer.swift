@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PushSync
+import PushTestSupport
 
 /// A real `redis-server` (Debian's) for the relay's shared-limit tests: a private temporary
 /// directory, 127.0.0.1 on a free port, no persistence (`--save '' --appendonly no`),
@@ -57,7 +58,7 @@ final class RedisTestServer: @unchecked Sendable {
         case .tls(let names):
             usesTLS = true
             caPath = directory + "/ca.pem"
-            try Self.makeCertificates(in: directory, names: names)
+            try TestServerFiles.makeCertificates(in: directory, caName: "hapi redis test CA", serverName: "redis test server", subjectAltNames: names)
             common += [
                 "--tls-cert-file", directory + "/server.pem", "--tls-key-file", directory + "/server.key", "--tls-ca-cert-file",
                 directory + "/ca.pem", "--tls-auth-clients", "no",
@@ -65,7 +66,7 @@ final class RedisTestServer: @unchecked Sendable {
         }
         var lastFailure = "never started"
         for _ in 0..<(fixedPort == nil ? 5 : 1) {
-            let candidate = try fixedPort ?? Self.freePort()
+            let candidate = try fixedPort ?? TestServerFiles.freePort()
             let portArguments = usesTLS ? ["--port", "0", "--tls-port", String(candidate)] : ["--port", String(candidate)]
             let arguments = portArguments + common
             do {
@@ -210,47 +211,5 @@ final class RedisTestServer: @unchecked Sendable {
             usleep(10_000)
         }
         return false
-    }
-
-    /// A port the kernel just handed out on 127.0.0.1 (released for the server to take).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw StartError(description: "socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard ok else { throw StartError(description: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// A CA and a server certificate for `names` (P-256), with the `openssl` command.
-    private static func makeCertificates(in directory: String, names: String) throws {
-        try Data("subjectAltName=\(names)\n".utf8).write(to: URL(fileURLWithPath: directory + "/san.cnf"))
-        let steps: [[String]] = [
-            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=hapi redis test CA",
-             "-keyout", directory + "/ca.key", "-out", directory + "/ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign"],
-            ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=redis test server",
-             "-keyout", directory + "/server.key", "-out", directory + "/server.csr"],
-            ["x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey", directory + "/ca.key", "-CAcreateserial",
-             "-days", "2", "-out", directory + "/server.pem", "-extfile", directory + "/san.cnf"],
-        ]
-        for arguments in steps {
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            openssl.arguments = arguments
-            openssl.standardOutput = FileHandle.nullDevice
-            openssl.standardError = FileHandle.nullDevice
-            do { try openssl.run() } catch { throw StartError(description: "cannot run /usr/bin/openssl: \(error)") }
-            openssl.waitUntilExit()
-            guard openssl.terminationStatus == 0 else {
-                throw StartError(description: "openssl \(arguments[0]) failed with status \(openssl.terminationStatus)")
-            }
-        }
     }
 }
