@@ -150,7 +150,8 @@ let package = Package(
         // embedding code with its swift-log and swift-metrics bridges.
         .target(name: "PushEcosystemStandIns", path: "Tests/PushEcosystemStandIns", swiftSettings: strictSettings),
         .testTarget(
-            name: "PushEmbeddingTests", dependencies: ["PushNative", "PushEcosystemStandIns", "PushTestSupport"],
+            name: "PushEmbeddingTests",
+            dependencies: ["PushNative", "PushEcosystemStandIns", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "DeviceRegistryPostgres", "PushTransports"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push", "hapi-push-demo", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
