@@ -2,17 +2,16 @@ import PushSync
 import PushTransports
 
 /// The dispatcher's side of `PushMetricsFactory`: the handlers it needs, made once per label
-/// set and kept (a factory is asked again only for a label set it has not seen).
+/// set and kept (a factory is asked again only for a label set it has not seen). The
+/// in-flight meter is the transports' own (`ProviderCall`), counting HTTP requests.
 struct DispatchMetrics: Sendable {
     static let deliveries = "hapi_push_deliveries_total"
     static let duration = "hapi_push_delivery_duration_seconds"
-    static let inFlight = "hapi_push_deliveries_in_flight"
     static let pruneFailures = "hapi_push_prune_failures_total"
 
     private struct Handlers {
         var counters: [[String]: any PushCounterHandler] = [:]
         var timers: [PushTransportName: any PushTimerHandler] = [:]
-        var meters: [PushTransportName: any PushMeterHandler] = [:]
         var pruneFailures: [PushTransportName: any PushCounterHandler] = [:]
     }
 
@@ -41,16 +40,6 @@ struct DispatchMetrics: Sendable {
             let (seconds, attoseconds) = latency.components
             timer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         }
-    }
-
-    func inFlight(_ transport: PushTransportName, _ change: Int) {
-        guard let factory, change != 0 else { return }
-        let meter = handlers.withLock { handlers in
-            let meter = handlers.meters[transport] ?? factory.makeMeter(label: Self.inFlight, dimensions: [("transport", transport.rawValue)])
-            handlers.meters[transport] = meter
-            return meter
-        }
-        if change > 0 { meter.increment(by: Double(change)) } else { meter.decrement(by: Double(-change)) }
     }
 
     func pruneFailed(_ transport: PushTransportName) {

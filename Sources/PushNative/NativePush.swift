@@ -67,7 +67,7 @@ public final class NativePush: Sendable {
         self.configuration = configuration
         self.registry = PushDeviceRegistry(store: store)
         let relay = RelayTransport(
-            baseURL: configuration.relayURL, client: client, retryPolicy: retryPolicy, logger: logger, concurrency: runtime.concurrency.relay)
+            baseURL: configuration.relayURL, client: client, retryPolicy: retryPolicy, logger: logger, concurrency: runtime.concurrency.relay, metrics: metrics)
         let ios: PushDispatcher.IOSChannel
         switch configuration.ios.transport {
         case .relay: ios = .encrypted(relay)
@@ -75,7 +75,7 @@ public final class NativePush: Sendable {
             ios = .encrypted(
                 APNsTransport(
                     endpoint: configuration.apnsEndpoint, credentials: credentials, client: client, retryPolicy: retryPolicy, logger: logger,
-                    concurrency: runtime.concurrency.apns))
+                    concurrency: runtime.concurrency.apns, metrics: metrics))
         case .off: ios = .off(reason: configuration.ios.reason)
         }
         let android: PushDispatcher.AndroidChannel
@@ -85,7 +85,7 @@ public final class NativePush: Sendable {
             android = .plaintext(
                 FCMTransport(
                     endpoint: configuration.fcmEndpoint, account: account, client: client, retryPolicy: retryPolicy, logger: logger,
-                    concurrency: runtime.concurrency.fcm))
+                    concurrency: runtime.concurrency.fcm, metrics: metrics))
         case .off: android = .off(reason: configuration.android.reason)
         }
         self.dispatcher = PushDispatcher(

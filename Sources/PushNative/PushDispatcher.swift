@@ -29,7 +29,7 @@ package struct PushDispatcher: Sendable {
     package let android: AndroidChannel
     /// Where a failed prune is reported (the transports log each push themselves).
     package let logger: any PushLogger
-    /// Deliveries by transport, outcome and reason; latency and in-flight per transport.
+    /// Deliveries by transport, outcome and reason; latency per transport.
     let metrics: DispatchMetrics
 
     package init(
@@ -116,13 +116,7 @@ package struct PushDispatcher: Sendable {
                     if case .send(_, _, let delivery, _) = plans[index] { return delivery }
                     return nil
                 }
-                let metrics = self.metrics
-                group.addTask {
-                    metrics.inFlight(batch.transport.name, deliveries.count)
-                    let results = await batch.transport.send(deliveries)
-                    metrics.inFlight(batch.transport.name, -deliveries.count)
-                    return Array(zip(batch.indices, results))
-                }
+                group.addTask { Array(zip(batch.indices, await batch.transport.send(deliveries))) }
             }
             var byIndex = [PushResult?](repeating: nil, count: plans.count)
             for await batch in group { for (index, result) in batch { byIndex[index] = result } }

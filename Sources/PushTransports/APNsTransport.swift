@@ -15,12 +15,13 @@ package struct APNsTransport: PushTransport {
 
     package init(
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
-        retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
+        retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.endpoint = endpoint.droppingTrailingSlashes
         self.bundleId = credentials.bundleId
         self.providerToken = providerToken ?? APNsProviderToken(credentials: credentials)
-        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.call = ProviderCall(
+            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .apns))
         self.logger = logger
         self.concurrency = concurrency
     }

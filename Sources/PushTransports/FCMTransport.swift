@@ -15,12 +15,13 @@ package struct FCMTransport: PushTransport {
     package init(
         endpoint: String = "https://fcm.googleapis.com", account: FCMServiceAccount, client: HTTPClient,
         accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
-        concurrency: Int = 64
+        concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.endpoint = endpoint.droppingTrailingSlashes
         self.projectId = account.projectId
         self.accessTokens = accessTokens ?? FCMAccessTokenProvider(account: account, client: client)
-        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.call = ProviderCall(
+            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .fcm))
         self.logger = logger
         self.concurrency = concurrency
     }

@@ -8,6 +8,13 @@ struct ProviderCall: Sendable {
     let client: HTTPClient
     let policy: PushRetryPolicy
     let backoff: EndpointBackoff
+    /// `hapi_push_requests_in_flight{transport}`: requests handed to the client, not yet answered.
+    var inFlight: (any PushMeterHandler)? = nil
+
+    /// The meter this call counts its requests in, when there is a metrics sink.
+    static func inFlightMeter(_ metrics: (any PushMetricsFactory)?, transport: PushTransportName) -> (any PushMeterHandler)? {
+        metrics?.makeMeter(label: "hapi_push_requests_in_flight", dimensions: [("transport", transport.rawValue)])
+    }
 
     /// What a classifier returns: the verdict plus anything worth keeping from the answer.
     struct Verdict: Sendable {
@@ -38,7 +45,9 @@ struct ProviderCall: Sendable {
         while !todo.isEmpty {
             attempt += 1
             let roundStart = clock.now
+            inFlight?.increment(by: Double(todo.count))
             let outcomes = await client.send(todo.map { requests[$0] })
+            inFlight?.decrement(by: Double(todo.count))
             var retry: [Int] = []
             var wait: Duration = .zero
             var reached = false

@@ -8,8 +8,8 @@
 /// - `hapi_push_deliveries_total` (transport, outcome, reason): a counter per device of every
 ///   dispatch; `reason` is `none` when there is nothing to say.
 /// - `hapi_push_delivery_duration_seconds` (transport): a timer per send, retries included.
-/// - `hapi_push_deliveries_in_flight` (transport): a meter of deliveries handed to a transport
-///   and not yet answered.
+/// - `hapi_push_requests_in_flight` (transport): a meter of HTTP requests handed to the client
+///   and not yet answered (retries included).
 /// - `hapi_push_prune_failures_total` (transport): dead tokens whose registration could not be
 ///   removed.
 ///

@@ -19,10 +19,11 @@ package struct RelayTransport: PushTransport {
     ///   - concurrency: sends in flight at once for one batch.
     package init(
         baseURL: String, client: HTTPClient, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
-        concurrency: Int = 64
+        concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.baseURL = baseURL.droppingTrailingSlashes
-        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.call = ProviderCall(
+            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .relay))
         self.logger = logger
         self.concurrency = concurrency
     }

@@ -123,7 +123,7 @@ func addDeviceRoutes(to router: Router, push: NativePush) {
         #expect(report.suppressWebPush)
         #expect(metrics.value("hapi_push_deliveries_total", [("transport", "relay"), ("outcome", "sent"), ("reason", "none")]) == 1)
         #expect(metrics.value("hapi_push_delivery_duration_seconds", [("transport", "relay")]) == 1)
-        #expect(metrics.value("hapi_push_deliveries_in_flight", [("transport", "relay")]) == 0)
+        #expect(metrics.value("hapi_push_requests_in_flight", [("transport", "relay")]) == 0)
         let entry = try #require(logger.logged.first)
         #expect(entry.metadata["outcome"] == .string("sent") && entry.metadata["transport"] == .string("relay"))
         #expect(!logger.logged.contains { $0.metadata.values.contains(.string(String(repeating: "ab", count: 32))) })

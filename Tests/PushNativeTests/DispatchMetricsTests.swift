@@ -51,8 +51,8 @@ import PushTransports
         #expect(text.contains("# TYPE hapi_push_delivery_duration_seconds histogram\n"), "\(text)")
         #expect(text.contains(#"hapi_push_delivery_duration_seconds_count{transport="relay"} 2"#), "\(text)")
         #expect(text.contains(#"hapi_push_delivery_duration_seconds_bucket{transport="relay",le="+Inf"} 2"#), "\(text)")
-        #expect(text.contains("# TYPE hapi_push_deliveries_in_flight gauge\n"), "\(text)")
-        #expect(text.contains(#"hapi_push_deliveries_in_flight{transport="relay"} 0"#), "\(text)")
+        #expect(text.contains("# TYPE hapi_push_requests_in_flight gauge\n"), "\(text)")
+        #expect(text.contains(#"hapi_push_requests_in_flight{transport="relay"} 0"#), "\(text)")
         // Every sample line is `name{labels} value` or `name value`.
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             let parts = line.split(separator: " ")
@@ -88,6 +88,40 @@ import PushTransports
         #expect(!logger.text.contains(token))
         #expect(metrics.render().contains(#"hapi_push_prune_failures_total{transport="relay"} 1"#), "\(metrics.render())")
         #expect(metrics.render().contains(#"hapi_push_deliveries_total{transport="relay",outcome="invalid",reason="unregistered"} 1"#))
+    }
+
+    /// The in-flight meter counts a request while the provider holds it, and only then.
+    @Test func requestsInFlightAreCountedWhileTheProviderHoldsThem() async throws {
+        let release = Locked(false)
+        let relay = try RecordingServer { _ in
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !release.withLock({ $0 }), ContinuousClock.now < deadline { usleep(2_000) }
+            return .json(#"{"ok":true}"#)
+        }
+        defer {
+            release.withLock { $0 = true }
+            relay.stop()
+        }
+        let client = try HTTPClient(configuration: .init(requestTimeout: .seconds(15), additionalTrustedCAFile: relay.caFile))
+        let metrics = PushPrometheusMetrics()
+        let store = InMemoryPushDeviceStore()
+        let key = try PushKey.generate()
+        _ = store.upsert(
+            try PushRegistrationRequest(namespace: "ns", platform: "ios", deviceId: "iphone", token: String(repeating: "ab", count: 32), pushKey: key.base64), now: 1)
+        let transport = RelayTransport(baseURL: relay.baseURL, client: client, metrics: metrics)
+        let dispatcher = PushDispatcher(store: store, ios: .encrypted(transport), android: .off(reason: "x"), metrics: metrics)
+        let gauge = #"hapi_push_requests_in_flight{transport="relay"} "#
+        #expect(metrics.render().contains(gauge + "0\n"))
+
+        let running = Task { try await dispatcher.dispatch(readyPayload, namespace: "ns") }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !metrics.render().contains(gauge + "1\n"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(metrics.render().contains(gauge + "1\n"), "\(metrics.render())")
+        release.withLock { $0 = true }
+        let report = try await running.value
+        await client.shutdown()
+        #expect(report.count(.sent) == 1)
+        #expect(metrics.render().contains(gauge + "0\n"))
     }
 
     @Test func prometheusTextEscapesLabelsAndBoundsSeries() {
