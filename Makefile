@@ -35,8 +35,8 @@ test-sanitize:
 	ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$(CURDIR)/scripts/lsan.supp" $(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan --no-parallel
 
 demo: deps
-	@$(SWIFT) build -q --product hapi-push
-	@"$$($(SWIFT) build --show-bin-path)/hapi-push" demo
+	@$(SWIFT) build -q --product hapi-push-demo
+	@"$$($(SWIFT) build --show-bin-path)/hapi-push-demo"
 
 bench:
 	@scripts/ensure-deps.sh $(BENCH_PACKAGES)

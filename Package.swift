@@ -17,10 +17,10 @@ let package = Package(
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
         .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
-        .library(name: "PushLoopbackServer", targets: ["PushLoopbackServer"]),
         .library(name: "PushRelay", targets: ["PushRelay"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
         .executable(name: "hapi-push-relay", targets: ["hapi-push-relay"]),
+        .executable(name: "hapi-push-demo", targets: ["hapi-push-demo"]),
     ],
     targets: [
         // C libraries, each behind a prefixed system-library module.
@@ -33,6 +33,8 @@ let package = Package(
         .systemLibrary(
             name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
+        // Key generation for tests and the demo only, kept out of the production shim above.
+        .systemLibrary(name: "CHapiTestOpenSSL", path: "Sources/CHapiTestOpenSSL"),
         // epoll and eventfd, behind plain-value helpers.
         .systemLibrary(name: "CHapiLinux", path: "Sources/CHapiLinux"),
         .systemLibrary(
@@ -77,7 +79,7 @@ let package = Package(
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback", "PushSync"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
         .target(
-            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushSync", "PushLoopbackServer", "CHapiOpenSSL"],
+            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushSync", "PushLoopbackServer", "CHapiOpenSSL", "CHapiTestOpenSSL"],
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
@@ -89,23 +91,28 @@ let package = Package(
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative", "PushLoopbackServer", "PushTestSupport", "CHapiLinux"],
+            name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "CHapiLinux"],
+            swiftSettings: strictSettings),
+        // `make demo`: the whole flow against loopback stand-ins with throwaway keys, apart from
+        // the operator's CLI so `hapi-push` links no test code.
+        .executableTarget(
+            name: "hapi-push-demo", dependencies: ["PushNative", "PushEnvelope", "PushLoopbackServer", "PushTestSupport"],
             swiftSettings: strictSettings),
 
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
+            dependencies: ["PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
         .executableTarget(
-            name: "hapi-push-soak", dependencies: ["PushNative", "PushSync", "PushTestSupport", "PushLoopbackServer"],
+            name: "hapi-push-soak", dependencies: ["PushNative", "PushEnvelope", "PushSync", "PushTestSupport", "PushLoopbackServer"],
             swiftSettings: strictSettings),
 
         // Child processes for tests that need a second writer or a kill -9 (not a product).
         .executableTarget(
-            name: "hapi-push-testsupport", dependencies: ["PushNative", "CHapiSQLite"],
+            name: "hapi-push-testsupport", dependencies: ["PushNative", "PushEnvelope", "CHapiSQLite"],
             swiftSettings: strictSettings),
 
         .testTarget(
@@ -125,17 +132,50 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushNativeTests",
-            dependencies: ["PushNative", "PushHTTP", "PushSync", "PushTestSupport", "PushLoopbackServer", "hapi-push-testsupport", "hapi-push"],
+            dependencies: [
+                "PushNative", "PushEnvelope", "DeviceRegistry", "PushTransports", "PushHTTP", "PushSync", "PushTestSupport", "PushLoopbackServer",
+                "hapi-push-testsupport", "hapi-push",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushRelayTests",
             dependencies: [
-                "PushRelay", "hapi-push-relay", "PushNative", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushTestSupport",
+                "PushRelay", "hapi-push-relay", "PushNative", "DeviceRegistry", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushTestSupport",
                 "PushLoopbackServer",
             ],
             swiftSettings: strictSettings),
+        // The embedder's view: a module of the ecosystem's generic names (AsyncHTTPClient's
+        // `HTTPClient`, NIOHTTP1's `HTTPHeaders`, swift-crypto's `Digest`, …) and a test that
+        // imports it next to `PushNative` and uses every one unqualified; plus the README's
+        // embedding code with its swift-log and swift-metrics bridges.
+        .target(name: "PushEcosystemStandIns", path: "Tests/PushEcosystemStandIns", swiftSettings: strictSettings),
         .testTarget(
-            name: "HapiPushCLITests", dependencies: ["hapi-push", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
+            name: "PushEmbeddingTests",
+            dependencies: ["PushNative", "PushEcosystemStandIns", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "DeviceRegistryPostgres", "PushTransports"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "HapiPushCLITests", dependencies: ["hapi-push", "hapi-push-demo", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
             swiftSettings: strictSettings),
     ]
 )
+
+// `make fuzz` only (scripts/fuzz.sh sets HAPI_PUSH_FUZZ=1): the libFuzzer harnesses, built with
+// `-sanitize=fuzzer,address`, which supplies `main`. They are targets of this package so they
+// reach its `package` machinery (the JSON parser, the classifiers, the settings file); without
+// the variable `swift build`, `make test` and a hub depending on us never see them.
+if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
+    func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(name: name, dependencies: ["FuzzCheck"] + dependencies, path: "Tests/Fuzz/Sources/" + name)
+    }
+    package.targets += [
+        .target(name: "FuzzCheck", path: "Tests/Fuzz/Sources/FuzzCheck"),
+        fuzzTarget("FuzzRegistration", ["DeviceRegistry", "PushEnvelope"]),
+        fuzzTarget("FuzzEnvelope", ["PushEnvelope"]),
+        fuzzTarget("FuzzSettings", ["PushNative", "PushEnvelope"]),
+        fuzzTarget("FuzzJSON", ["PushEnvelope"]),
+        fuzzTarget("FuzzClassify", ["PushTransports"]),
+        fuzzTarget("FuzzURL", ["PushNative"]),
+        fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
+        fuzzTarget("FuzzSanitize", ["PushTransports"]),
+    ]
+}

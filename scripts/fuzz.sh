@@ -38,14 +38,20 @@ binary_name() {
 for target in $TARGETS; do binary_name "$target" >/dev/null; done
 
 echo "building fuzz targets in $BUILD_DIR"
+# The harnesses are targets of the main package, declared only when HAPI_PUSH_FUZZ=1 (so they can
+# use its `package` machinery); each is built as its own product, never the CLI or the tests
+# (their `main` would clash with libFuzzer's).
 # `--sanitize=fuzzer` makes SwiftPM leave `main` to libFuzzer, but SwiftPM passes each sanitizer
 # as its own `-sanitize=` and swiftc keeps only the last one: the combined -Xswiftc flag comes
 # after them and instruments for both coverage and ASan. gold's warning about an ASan-internal
 # symbol (once per binary) is noise.
-"$SWIFT" build -c release --package-path Tests/Fuzz --scratch-path "$BUILD_DIR" ${FUZZ_JOBS:+-j "$FUZZ_JOBS"} \
-  --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address 2>&1 |
-  { grep -v -e "__asan_extra_spill_area" -e '^\[' || true; }
-BIN=$("$SWIFT" build -c release --package-path Tests/Fuzz --scratch-path "$BUILD_DIR" --show-bin-path)
+export HAPI_PUSH_FUZZ=1
+for target in $TARGETS; do
+  "$SWIFT" build -c release --scratch-path "$BUILD_DIR" ${FUZZ_JOBS:+-j "$FUZZ_JOBS"} --product "$(binary_name "$target")" \
+    --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address 2>&1 |
+    { grep -v -e "__asan_extra_spill_area" -e '^\[' || true; }
+done
+BIN=$("$SWIFT" build -c release --scratch-path "$BUILD_DIR" --show-bin-path)
 
 # The Swift backtracer is very slow under ASan; libFuzzer prints the stack itself. Leak checks are
 # off: LSan misreads Swift references packed into enum spare bits and Foundation's buffers as leaks.

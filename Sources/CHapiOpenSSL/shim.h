@@ -25,10 +25,6 @@ static inline long hapi_openssl_bio_mem_data(BIO *bio, char **out) {
     return BIO_get_mem_data(bio, out);
 }
 
-/* EVP_PKEY_Q_keygen for RSA takes a variadic size_t: a typed wrapper (tests generate keys). */
-static inline EVP_PKEY *hapi_test_rsa_keygen(size_t bits) { return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", bits); }
-static inline EVP_PKEY *hapi_test_ec_keygen(const char *curve) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curve); }
-
 /* TLS client setup for the HTTP/2 engine: these are macros over SSL_CTX_ctrl / SSL_ctrl. */
 static inline int hapi_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
 static inline long hapi_ssl_ctx_set_client_modes(SSL_CTX *ctx) {
@@ -54,13 +50,4 @@ static inline X509 *hapi_pem_read_x509_no_prompt(BIO *bio) {
 static inline EVP_PKEY *hapi_pem_read_pubkey_no_prompt(BIO *bio) {
     return PEM_read_bio_PUBKEY(bio, NULL, hapi_pem_refuse_passphrase, NULL);
 }
-/* Tests only: a PEM key encrypted with `passphrase` (PKCS#8, or the traditional
-   "Proc-Type: 4,ENCRYPTED" form), to prove the readers above refuse it without prompting. */
-static inline int hapi_test_write_encrypted_key(BIO *bio, EVP_PKEY *key, const char *passphrase, int traditional) {
-    int length = (int)strlen(passphrase);
-    if (traditional)
-        return PEM_write_bio_PrivateKey_traditional(bio, key, EVP_aes_256_cbc(), (unsigned char *)passphrase, length, NULL, NULL);
-    return PEM_write_bio_PKCS8PrivateKey(bio, key, EVP_aes_256_cbc(), passphrase, length, NULL, NULL);
-}
-
 #endif

@@ -8,7 +8,7 @@ final class SQLiteConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
-    init(path: String, busyTimeoutMilliseconds: Int32) throws(DeviceStoreError) {
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(PushDeviceStoreError) {
         self.path = path
         var db: OpaquePointer?
         // No SQLITE_OPEN_CREATE: the store creates the file itself with owner-only permissions,
@@ -23,7 +23,7 @@ final class SQLiteConnection: @unchecked Sendable {
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         if sqlite3_db_readonly(db, "main") == 1 {
-            throw DeviceStoreError.readOnly.with(
+            throw PushDeviceStoreError.readOnly.with(
                 "device database \(path) opened read-only: give the hub's user write access to the file and its directory")
         }
     }
@@ -34,15 +34,15 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     /// Runs one or more statements without results.
-    func execute(_ sql: String) throws(DeviceStoreError) {
+    func execute(_ sql: String) throws(PushDeviceStoreError) {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw lastError(rc) }
     }
 
     /// Runs a cached prepared statement with `bindings`, returning every row.
     @discardableResult
-    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(DeviceStoreError) -> [[SQLiteValue]] {
-        try withStatement(sql) { (statement) throws(DeviceStoreError) -> [[SQLiteValue]] in
+    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(PushDeviceStoreError) -> [[SQLiteValue]] {
+        try withStatement(sql) { (statement) throws(PushDeviceStoreError) -> [[SQLiteValue]] in
             for (offset, value) in bindings.enumerated() {
                 let index = Int32(offset + 1)
                 switch value {
@@ -73,7 +73,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs `body` with the cached prepared statement for `sql`, then resets it and clears its
     /// bindings, so callers bind and read columns in place without building intermediate rows.
-    func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws(DeviceStoreError) -> T) throws(DeviceStoreError) -> T {
+    func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws(PushDeviceStoreError) -> T) throws(PushDeviceStoreError) -> T {
         let statement = SQLiteStatement(handle: try prepared(sql), connection: self)
         defer {
             sqlite3_reset(statement.handle)
@@ -87,7 +87,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT` (taking the write lock up front, so two
     /// processes never deadlock upgrading a read lock), rolling back on any error.
-    func transaction<T>(_ body: () throws(DeviceStoreError) -> T) throws(DeviceStoreError) -> T {
+    func transaction<T>(_ body: () throws(PushDeviceStoreError) -> T) throws(PushDeviceStoreError) -> T {
         try query("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -99,7 +99,7 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
-    private func prepared(_ sql: String) throws(DeviceStoreError) -> OpaquePointer {
+    private func prepared(_ sql: String) throws(PushDeviceStoreError) -> OpaquePointer {
         if let cached = statements[sql] { return cached }
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
@@ -108,32 +108,32 @@ final class SQLiteConnection: @unchecked Sendable {
         return statement
     }
 
-    fileprivate func lastError(_ rc: Int32) -> DeviceStoreError {
+    fileprivate func lastError(_ rc: Int32) -> PushDeviceStoreError {
         SQLiteConnection.error(rc, String(cString: sqlite3_errmsg(handle)), path: path)
     }
 
     /// Maps an SQLite result code to a typed error that names the file and the remedy.
-    static func error(_ rc: Int32, _ detail: String, path: String) -> DeviceStoreError {
+    static func error(_ rc: Int32, _ detail: String, path: String) -> PushDeviceStoreError {
         switch rc & 0xFF {
         case SQLITE_NOTADB:
-            return DeviceStoreError.notADatabase.with(
+            return PushDeviceStoreError.notADatabase.with(
                 "\(path) is not an SQLite database (left untouched): point the registry at another file or move this one away")
         case SQLITE_READONLY:
-            return DeviceStoreError.readOnly.with(
+            return PushDeviceStoreError.readOnly.with(
                 "device database \(path) is read-only (\(detail)): give the hub's user write access to the file and its directory")
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
-            return DeviceStoreError.cannotOpen.with(
+            return PushDeviceStoreError.cannotOpen.with(
                 "cannot open device database \(path) (\(detail)): check that the directory exists and is writable by the hub's user")
         case SQLITE_BUSY, SQLITE_LOCKED:
-            return DeviceStoreError.busy.with(
+            return PushDeviceStoreError.busy.with(
                 "device database \(path) stayed locked by another writer past the busy timeout: retry, or look for a stuck process")
         case SQLITE_CORRUPT:
-            return DeviceStoreError.corrupt.with(
+            return PushDeviceStoreError.corrupt.with(
                 "device database \(path) is corrupt (\(detail)): restore it from a backup or move it away so a new one is created")
         case SQLITE_IOERR, SQLITE_FULL:
-            return DeviceStoreError.ioFailure.with("disk I/O error on device database \(path) (\(detail)): check free space and the disk")
+            return PushDeviceStoreError.ioFailure.with("disk I/O error on device database \(path) (\(detail)): check free space and the disk")
         default:
-            return DeviceStoreError.failure.with("device database \(path): SQLite error \(rc) (\(detail))")
+            return PushDeviceStoreError.failure.with("device database \(path): SQLite error \(rc) (\(detail))")
         }
     }
 }
@@ -143,23 +143,23 @@ struct SQLiteStatement {
     let handle: OpaquePointer
     let connection: SQLiteConnection
 
-    func bind(_ index: Int32, _ text: String) throws(DeviceStoreError) {
+    func bind(_ index: Int32, _ text: String) throws(PushDeviceStoreError) {
         let rc = sqlite3_bind_text(handle, index, text, -1, hapi_sqlite_transient())
         guard rc == SQLITE_OK else { throw connection.lastError(rc) }
     }
 
-    func bind(_ index: Int32, _ value: Int64) throws(DeviceStoreError) {
+    func bind(_ index: Int32, _ value: Int64) throws(PushDeviceStoreError) {
         let rc = sqlite3_bind_int64(handle, index, value)
         guard rc == SQLITE_OK else { throw connection.lastError(rc) }
     }
 
-    func bindNull(_ index: Int32) throws(DeviceStoreError) {
+    func bindNull(_ index: Int32) throws(PushDeviceStoreError) {
         let rc = sqlite3_bind_null(handle, index)
         guard rc == SQLITE_OK else { throw connection.lastError(rc) }
     }
 
     /// True when a row is ready, false when the statement is done.
-    func step() throws(DeviceStoreError) -> Bool {
+    func step() throws(PushDeviceStoreError) -> Bool {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }

@@ -1,7 +1,7 @@
 import CHapiPostgres
 import Glibc
 
-/// Why one libpq call failed, before it becomes a `DeviceStoreError`.
+/// Why one libpq call failed, before it becomes a `PushDeviceStoreError`.
 enum PostgresFailure: Error {
     /// The request never left this process (no connection, or the send failed): nothing ran.
     case notSent(String)

@@ -7,10 +7,10 @@ struct PostgresURL {
     let redacted: String
     let password: String?
 
-    init(_ url: String) throws(DeviceStoreError) {
+    init(_ url: String) throws(PushDeviceStoreError) {
         let lower = url.lowercased()
         guard lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") else {
-            throw DeviceStoreError.invalidDatabaseURL.with(
+            throw PushDeviceStoreError.invalidDatabaseURL.with(
                 "the device database URL must start with postgres:// or postgresql:// (libpq's URI form), got \"\(Self.shownScheme(url))\"")
         }
         redacted = Self.redact(url)
@@ -19,7 +19,7 @@ struct PostgresURL {
         guard let options = PQconninfoParse(url, &error) else {
             let message = error.map { PostgresConnection.text($0) } ?? "out of memory"
             if let error { PQfreemem(error) }
-            throw DeviceStoreError.invalidDatabaseURL.with("the device database URL \(redacted) is not valid: \(message)")
+            throw PushDeviceStoreError.invalidDatabaseURL.with("the device database URL \(redacted) is not valid: \(message)")
         }
         defer { PQconninfoFree(options) }
         var password: String?

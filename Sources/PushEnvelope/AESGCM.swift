@@ -9,8 +9,8 @@ enum AESGCM {
 
     private final class Context {
         let pointer: OpaquePointer
-        init() throws(EnvelopeError) {
-            guard let pointer = EVP_CIPHER_CTX_new() else { throw EnvelopeError.cipherFailure }
+        init() throws(PushEnvelopeError) {
+            guard let pointer = EVP_CIPHER_CTX_new() else { throw PushEnvelopeError.cipherFailure }
             self.pointer = pointer
         }
         deinit { EVP_CIPHER_CTX_free(pointer) }
@@ -26,8 +26,8 @@ enum AESGCM {
     private static var cipher: OpaquePointer? { fetched.pointer }
 
     /// Returns `nonce ‖ ciphertext ‖ tag`.
-    static func seal(plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8]) throws(EnvelopeError) -> [UInt8] {
-        guard nonce.count == nonceByteCount else { throw EnvelopeError.invalidNonce }
+    static func seal(plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8]) throws(PushEnvelopeError) -> [UInt8] {
+        guard nonce.count == nonceByteCount else { throw PushEnvelopeError.invalidNonce }
         var output = [UInt8](repeating: 0, count: nonceByteCount + plaintext.count + tagByteCount)
         let ok = output.withUnsafeMutableBufferPointer { out in
             nonce.withUnsafeBufferPointer { nonceBytes in
@@ -36,7 +36,7 @@ enum AESGCM {
                 return seal(plaintext: plaintext, key: key, aad: aad, into: base)
             }
         }
-        guard ok else { throw EnvelopeError.cipherFailure }
+        guard ok else { throw PushEnvelopeError.cipherFailure }
         return output
     }
 
@@ -87,9 +87,9 @@ enum AESGCM {
 
     /// Verifies the tag and returns the plaintext of `nonce ‖ ciphertext ‖ tag`. No plaintext
     /// leaves this function unless OpenSSL verified the tag.
-    static func open(sealed: [UInt8], key: [UInt8], aad: [UInt8]) throws(EnvelopeError) -> [UInt8] {
-        guard sealed.count >= nonceByteCount + tagByteCount else { throw EnvelopeError.tooShort }
-        guard key.count == 32 else { throw EnvelopeError.cipherFailure }
+    static func open(sealed: [UInt8], key: [UInt8], aad: [UInt8]) throws(PushEnvelopeError) -> [UInt8] {
+        guard sealed.count >= nonceByteCount + tagByteCount else { throw PushEnvelopeError.tooShort }
+        guard key.count == 32 else { throw PushEnvelopeError.cipherFailure }
         let cipherCount = sealed.count - nonceByteCount - tagByteCount
         let nonce = Array(sealed[0..<nonceByteCount])
         var tag = Array(sealed[(sealed.count - tagByteCount)...])
@@ -98,10 +98,10 @@ enum AESGCM {
         guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1,
             EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
             EVP_DecryptInit_ex(ctx, nil, nil, key, nonce) == 1
-        else { throw EnvelopeError.cipherFailure }
+        else { throw PushEnvelopeError.cipherFailure }
         var length: Int32 = 0
         if !aad.isEmpty {
-            guard EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1 else { throw EnvelopeError.cipherFailure }
+            guard EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1 else { throw PushEnvelopeError.cipherFailure }
         }
         var plaintext = [UInt8](repeating: 0, count: cipherCount + tagByteCount)
         let decrypted: Bool = sealed.withUnsafeBufferPointer { input in
@@ -114,9 +114,9 @@ enum AESGCM {
                 return true
             }
         }
-        guard decrypted else { throw EnvelopeError.cipherFailure }
+        guard decrypted else { throw PushEnvelopeError.cipherFailure }
         guard tag.withUnsafeMutableBytes({ EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), $0.baseAddress) }) == 1 else {
-            throw EnvelopeError.cipherFailure
+            throw PushEnvelopeError.cipherFailure
         }
         var finalLength: Int32 = 0
         let verified = plaintext.withUnsafeMutableBufferPointer { out in
@@ -125,7 +125,7 @@ enum AESGCM {
         guard verified == 1 else {
             // Wipe what was decrypted before the tag failed: unauthenticated bytes never escape.
             for i in plaintext.indices { plaintext[i] = 0 }
-            throw EnvelopeError.authenticationFailed
+            throw PushEnvelopeError.authenticationFailed
         }
         plaintext.removeLast(tagByteCount)
         return plaintext

@@ -3,7 +3,7 @@
 /// Strict because a push key or envelope that decodes "leniently" could hide a client bug or
 /// a truncated copy-paste: the alphabet is `A–Z a–z 0–9 + /`, padding only at the end, length a
 /// multiple of 4, no whitespace.
-public enum Base64 {
+package enum Base64 {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let decodeTable: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
@@ -19,7 +19,7 @@ public enum Base64 {
     }
 
     /// Encodes with padding.
-    public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         if let text = bytes.withContiguousStorageIfAvailable({ encode($0) }) { return text }
         return Array(bytes).withUnsafeBufferPointer { encode($0) }
     }
@@ -65,7 +65,7 @@ public enum Base64 {
     }
 
     /// Encodes to ASCII bytes with padding.
-    public static func encodeToBytes<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+    package static func encodeToBytes<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         let input = Array(bytes)
         let alphabet = Base64.alphabet
         var out: [UInt8] = []
@@ -96,12 +96,12 @@ public enum Base64 {
     }
 
     /// The padded base64 length of `count` bytes: 4·⌈count/3⌉.
-    public static func encodedLength(_ count: Int) -> Int {
+    package static func encodedLength(_ count: Int) -> Int {
         (count + 2) / 3 * 4
     }
 
     /// Base64url without padding (RFC 7515), for JWT segments.
-    public static func urlEncodeUnpadded<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func urlEncodeUnpadded<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var out = encodeToBytes(bytes)
         while out.last == UInt8(ascii: "=") { out.removeLast() }
         for index in out.indices {
@@ -110,21 +110,16 @@ public enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Why a base64 text was refused.
-    public enum DecodingFailure: String, Error, Sendable, Hashable {
-        case empty = "it is empty"
-        case lengthNotMultipleOfFour = "its length is not a multiple of 4"
-        case invalidCharacter = "it contains a character outside A-Z a-z 0-9 + / (whitespace included)"
-        case misplacedPadding = "'=' padding appears before the end or more than twice"
-    }
+    /// Why a base64 text was refused (public as the reason inside `PushKeyError.invalidBase64`).
+    package typealias DecodingFailure = PushKeyError.Base64Failure
 
     /// Decodes strictly: `^[A-Za-z0-9+/]+={0,2}$` with a length that is a multiple of 4.
-    public static func decode(_ text: String) throws(DecodingFailure) -> [UInt8] {
+    package static func decode(_ text: String) throws(DecodingFailure) -> [UInt8] {
         try decode(utf8: Array(text.utf8))
     }
 
     /// Decodes strictly from ASCII bytes.
-    public static func decode(utf8 input: [UInt8]) throws(DecodingFailure) -> [UInt8] {
+    package static func decode(utf8 input: [UInt8]) throws(DecodingFailure) -> [UInt8] {
         guard !input.isEmpty else { throw .empty }
         let decodeTable = Base64.decodeTable  // one lazy-global check, not one per byte
         var padding = 0

@@ -3,9 +3,9 @@
 /// sort (UTF-16 code-unit order), with no whitespace. Rebuilding the sorted object in JavaScript
 /// still enumerates array-index keys ("0" … "4294967294") first, in numeric order, and drops a
 /// `__proto__` key (assigning it sets the prototype); so do we.
-public enum CanonicalJSON {
+package enum CanonicalJSON {
     /// The canonical UTF-8 bytes of `value`.
-    public static func bytes(_ value: JSONValue) -> [UInt8] {
+    package static func bytes(_ value: JSONValue) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(value, sorted: true, into: &out)
@@ -13,7 +13,7 @@ public enum CanonicalJSON {
     }
 
     /// The canonical text of `value`.
-    public static func string(_ value: JSONValue) -> String {
+    package static func string(_ value: JSONValue) -> String {
         String(decoding: bytes(value), as: UTF8.self)
     }
 
@@ -30,7 +30,7 @@ public enum CanonicalJSON {
     /// Orders keys as JavaScript's `Array.prototype.sort` does by default: by UTF-16 code units.
     /// This differs from Swift's `String <` (Unicode scalars, canonical equivalence) for
     /// astral-plane characters versus U+E000–U+FFFF, and for composed versus decomposed forms.
-    public static func jsKeyOrder(_ a: String, _ b: String) -> Bool {
+    package static func jsKeyOrder(_ a: String, _ b: String) -> Bool {
         JSONKey.codeUnitOrder(a, b)
     }
 
@@ -226,7 +226,7 @@ public enum CanonicalJSON {
     }
 }
 
-extension JSONValue {
+extension PushJSONValue {
     /// The canonical UTF-8 bytes, as the JavaScript hub writes them.
     public var canonicalBytes: [UInt8] { CanonicalJSON.bytes(self) }
     /// The canonical text, as the JavaScript hub writes it.

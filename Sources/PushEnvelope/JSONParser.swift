@@ -3,30 +3,30 @@
 /// Our own, so hostile input meets one well-understood code path: a nesting limit instead of
 /// unbounded recursion, typed errors with a byte offset, and JavaScript's `JSON.parse` rules for
 /// keys (compared exactly; a repeated key keeps its first position and takes the last value).
-public struct JSONParser {
+package struct JSONParser {
     /// Deepest nesting accepted; deeper input is rejected instead of exhausting the stack.
-    public static let maximumDepth = 256
+    package static let maximumDepth = 256
 
     /// Parses one JSON text (surrounding whitespace allowed, nothing else).
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ text: String) throws(PushJSONParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 
     /// Parses one JSON text from UTF-8 bytes (a leading BOM is not accepted, as in RFC 8259).
-    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(PushJSONParseError) -> JSONValue {
         try parse(bytes, replacingLoneSurrogates: false)
     }
 
     /// Parses as `JSON.parse` reads text the JavaScript hub received: a `\u` escape of an
     /// unpaired surrogate, which JavaScript keeps and a Swift string cannot hold, becomes U+FFFD
     /// instead of an error (with `replacingLoneSurrogates`).
-    package static func parse(_ bytes: [UInt8], replacingLoneSurrogates: Bool) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], replacingLoneSurrogates: Bool) throws(PushJSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, replacingLoneSurrogates: replacingLoneSurrogates)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
         guard parser.index == bytes.count else {
-            throw JSONParseError(.trailingCharacters, offset: parser.index)
+            throw PushJSONParseError(.trailingCharacters, offset: parser.index)
         }
         return value
     }
@@ -49,9 +49,9 @@ public struct JSONParser {
         }
     }
 
-    private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
-        guard depth <= JSONParser.maximumDepth else { throw JSONParseError(.tooDeep, offset: index) }
-        guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
+    private mutating func parseValue(depth: Int) throws(PushJSONParseError) -> JSONValue {
+        guard depth <= JSONParser.maximumDepth else { throw PushJSONParseError(.tooDeep, offset: index) }
+        guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)
         case UInt8(ascii: "["): return try parseArray(depth: depth)
@@ -60,21 +60,21 @@ public struct JSONParser {
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
-        default: throw JSONParseError(.unexpectedCharacter, offset: index)
+        default: throw PushJSONParseError(.unexpectedCharacter, offset: index)
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+    private mutating func expectLiteral(_ literal: StaticString) throws(PushJSONParseError) {
         let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
+        guard index + count <= bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
         let matches = literal.withUTF8Buffer { buffer in
             buffer.elementsEqual(bytes[index..<(index + count)])
         }
-        guard matches else { throw JSONParseError(.unexpectedCharacter, offset: index) }
+        guard matches else { throw PushJSONParseError(.unexpectedCharacter, offset: index) }
         index += count
     }
 
-    private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+    private mutating func parseObject(depth: Int) throws(PushJSONParseError) -> JSONValue {
         index += 1
         var members: [(key: String, value: JSONValue)] = []
         var keys = ExactKeyIndex()
@@ -85,12 +85,12 @@ public struct JSONParser {
         }
         while true {
             skipWhitespace()
-            guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
-            guard bytes[index] == UInt8(ascii: "\"") else { throw JSONParseError(.expectedKey, offset: index) }
+            guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
+            guard bytes[index] == UInt8(ascii: "\"") else { throw PushJSONParseError(.expectedKey, offset: index) }
             let key = try parseString()
             skipWhitespace()
-            guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
-            guard bytes[index] == UInt8(ascii: ":") else { throw JSONParseError(.expectedColon, offset: index) }
+            guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
+            guard bytes[index] == UInt8(ascii: ":") else { throw PushJSONParseError(.expectedColon, offset: index) }
             index += 1
             skipWhitespace()
             let value = try parseValue(depth: depth + 1)
@@ -103,16 +103,16 @@ public struct JSONParser {
                 members.append((key: key, value: value))
             }
             skipWhitespace()
-            guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
+            guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"): index += 1; return .object(members)
-            default: throw JSONParseError(.expectedCommaOrEnd, offset: index)
+            default: throw PushJSONParseError(.expectedCommaOrEnd, offset: index)
             }
         }
     }
 
-    private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
+    private mutating func parseArray(depth: Int) throws(PushJSONParseError) -> JSONValue {
         index += 1
         var elements: [JSONValue] = []
         skipWhitespace()
@@ -124,26 +124,26 @@ public struct JSONParser {
             skipWhitespace()
             elements.append(try parseValue(depth: depth + 1))
             skipWhitespace()
-            guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
+            guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "]"): index += 1; return .array(elements)
-            default: throw JSONParseError(.expectedCommaOrEnd, offset: index)
+            default: throw PushJSONParseError(.expectedCommaOrEnd, offset: index)
             }
         }
     }
 
-    private mutating func parseString() throws(JSONParseError) -> String {
+    private mutating func parseString() throws(PushJSONParseError) -> String {
         let start = index
         index += 1
         var runStart = index
         var decoded: [UInt8] = []
         var escaped = false
         while true {
-            guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: start) }
+            guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: start) }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") { break }
-            if byte < 0x20 { throw JSONParseError(.controlCharacterInString, offset: index) }
+            if byte < 0x20 { throw PushJSONParseError(.controlCharacterInString, offset: index) }
             if byte != UInt8(ascii: "\\") {
                 index += 1
                 continue
@@ -151,7 +151,7 @@ public struct JSONParser {
             if index > runStart { decoded.append(contentsOf: bytes[runStart..<index]) }
             escaped = true
             index += 1
-            guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
+            guard index < bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
             let escape = bytes[index]
             index += 1
             switch escape {
@@ -167,7 +167,7 @@ public struct JSONParser {
                 let scalar = try parseUnicodeEscape()
                 UTF8.encode(scalar) { decoded.append($0) }
             default:
-                throw JSONParseError(.invalidEscape, offset: index - 1)
+                throw PushJSONParseError(.invalidEscape, offset: index - 1)
             }
             runStart = index
         }
@@ -181,13 +181,13 @@ public struct JSONParser {
         } else {
             text = String(validating: bytes[(start + 1)..<end], as: UTF8.self)
         }
-        guard let text else { throw JSONParseError(.invalidUTF8, offset: start) }
+        guard let text else { throw PushJSONParseError(.invalidUTF8, offset: start) }
         return text
     }
 
     /// Reads the hex digits after `\u`, joining a surrogate pair. A lone surrogate cannot be
     /// held by a Swift string, so it is rejected rather than replaced.
-    private mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+    private mutating func parseUnicodeEscape() throws(PushJSONParseError) -> Unicode.Scalar {
         let first = try readHex4()
         if (0xD800...0xDBFF).contains(first) {
             let afterFirst = index
@@ -198,19 +198,19 @@ public struct JSONParser {
                     return scalar
                 }
             }
-            guard replacingLoneSurrogates else { throw JSONParseError(.loneSurrogate, offset: afterFirst) }
+            guard replacingLoneSurrogates else { throw PushJSONParseError(.loneSurrogate, offset: afterFirst) }
             index = afterFirst  // the next escape, if any, is read on its own
             return "\u{FFFD}"
         }
         guard let scalar = Unicode.Scalar(first) else {
-            guard replacingLoneSurrogates else { throw JSONParseError(.loneSurrogate, offset: index) }
+            guard replacingLoneSurrogates else { throw PushJSONParseError(.loneSurrogate, offset: index) }
             return "\u{FFFD}"
         }
         return scalar
     }
 
-    private mutating func readHex4() throws(JSONParseError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
+    private mutating func readHex4() throws(PushJSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw PushJSONParseError(.unexpectedEnd, offset: index) }
         var value: UInt32 = 0
         for _ in 0..<4 {
             let byte = bytes[index]
@@ -219,7 +219,7 @@ public struct JSONParser {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
             case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-            default: throw JSONParseError(.invalidEscape, offset: index)
+            default: throw PushJSONParseError(.invalidEscape, offset: index)
             }
             value = value << 4 | digit
             index += 1
@@ -227,34 +227,34 @@ public struct JSONParser {
         return value
     }
 
-    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+    private mutating func parseNumber() throws(PushJSONParseError) -> JSONValue {
         let start = index
         var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count else { throw JSONParseError(.invalidNumber, offset: start) }
+        guard index < bytes.count else { throw PushJSONParseError(.invalidNumber, offset: start) }
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else if isDigit(bytes[index]) {
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         } else {
-            throw JSONParseError(.invalidNumber, offset: start)
+            throw PushJSONParseError(.invalidNumber, offset: start)
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
             index += 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw JSONParseError(.invalidNumber, offset: start) }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw PushJSONParseError(.invalidNumber, offset: start) }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw JSONParseError(.invalidNumber, offset: start) }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw PushJSONParseError(.invalidNumber, offset: start) }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text), JSONValue.isSafeInteger(integer) { return .integer(integer) }
-        guard let double = Double(text), double.isFinite else { throw JSONParseError(.invalidNumber, offset: start) }
+        guard let double = Double(text), double.isFinite else { throw PushJSONParseError(.invalidNumber, offset: start) }
         // A whole number written with a fraction or exponent ("1.0", "1e2") is the same number to
         // JavaScript; keep one representation so equality matches. Beyond 2^53 JavaScript holds
         // only the nearest double, and so do we.
@@ -268,7 +268,7 @@ public struct JSONParser {
 }
 
 /// Why a JSON text was refused, with the byte offset where it went wrong.
-public struct JSONParseError: Error, Hashable, CustomStringConvertible {
+public struct PushJSONParseError: Error, Hashable, CustomStringConvertible {
     public enum Reason: String, Sendable, Hashable {
         case unexpectedEnd = "unexpected end of input"
         case unexpectedCharacter = "unexpected character"

@@ -1,9 +1,9 @@
 import CHapiOpenSSL
 
 /// SHA-256 and secure random bytes from OpenSSL, for the rest of the package.
-public enum Digest {
+package enum Digest {
     /// SHA-256 of `bytes`.
-    public static func sha256<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+    package static func sha256<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         let input = Array(bytes)
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
@@ -19,7 +19,7 @@ public enum Digest {
     }
 
     /// Lowercase hex of `bytes`.
-    public static func hex<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func hex<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
@@ -31,7 +31,7 @@ public enum Digest {
     }
 
     /// Parses lowercase or uppercase hex; nil on an odd length or a non-hex character.
-    public static func bytes(fromHex text: String) -> [UInt8]? {
+    package static func bytes(fromHex text: String) -> [UInt8]? {
         let chars = Array(text.utf8)
         guard chars.count % 2 == 0 else { return nil }
         var out: [UInt8] = []
@@ -57,21 +57,21 @@ public enum Digest {
 
 /// A short, stable, non-reversible name for a device token, safe to log: the first 12 hex
 /// digits of its SHA-256 (the same fingerprint the official relay logs).
-public enum TokenFingerprint {
-    public static func of(_ token: String) -> String {
+package enum TokenFingerprint {
+    package static func of(_ token: String) -> String {
         String(Digest.hex(Digest.sha256(Array(token.utf8))).prefix(12))
     }
 }
 
 /// Cryptographically secure random bytes.
-public enum SecureRandom {
+package enum SecureRandom {
     /// `count` bytes from OpenSSL's CSPRNG.
-    public static func bytes(_ count: Int) throws(EnvelopeError) -> [UInt8] {
+    package static func bytes(_ count: Int) throws(PushEnvelopeError) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         let rc = out.withUnsafeMutableBufferPointer { buffer in
             RAND_bytes(buffer.baseAddress, Int32(count))
         }
-        guard rc == 1 else { throw EnvelopeError.randomUnavailable }
+        guard rc == 1 else { throw PushEnvelopeError.randomUnavailable }
         return out
     }
 }

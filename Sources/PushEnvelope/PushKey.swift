@@ -55,7 +55,7 @@ public struct PushKey: Sendable, Equatable, CustomStringConvertible, CustomDebug
     }
 
     /// A fresh random key, as a device would generate it (and as tests and the demo need).
-    public static func generate() throws(EnvelopeError) -> PushKey {
+    public static func generate() throws(PushEnvelopeError) -> PushKey {
         PushKey(unchecked: try SecureRandom.bytes(byteCount))
     }
 
@@ -75,8 +75,16 @@ public struct PushKey: Sendable, Equatable, CustomStringConvertible, CustomDebug
 /// Why a push key was refused; each message says what a valid key looks like.
 public enum PushKeyError: Error, Sendable, Hashable, CustomStringConvertible {
     case empty
-    case invalidBase64(Base64.DecodingFailure)
+    case invalidBase64(Base64Failure)
     case wrongLength(Int)
+
+    /// Why the key's base64 was refused.
+    public enum Base64Failure: String, Error, Sendable, Hashable {
+        case empty = "it is empty"
+        case lengthNotMultipleOfFour = "its length is not a multiple of 4"
+        case invalidCharacter = "it contains a character outside A-Z a-z 0-9 + / (whitespace included)"
+        case misplacedPadding = "'=' padding appears before the end or more than twice"
+    }
 
     public var description: String {
         switch self {

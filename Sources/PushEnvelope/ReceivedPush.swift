@@ -5,17 +5,17 @@
 /// `hapi-push envelope open` can prove what a device would see.
 public enum ReceivedPush {
     /// Decodes what arrived as `hapi.v`/`hapi.e` (APNs) or `hapi_v`/`hapi_e` (FCM data).
-    public static func decode(version: String?, envelope: String?, key: PushKey?) throws(EnvelopeError) -> NotificationPayload {
-        guard version == String(PushEnvelope.version) else { throw EnvelopeError.unsupportedVersion }
-        guard let envelope, !envelope.isEmpty else { throw EnvelopeError.missingEnvelope }
-        guard let key else { throw EnvelopeError.missingKey }
-        let plaintext = try PushEnvelope.open(envelope, key: key)
+    public static func decode(version: String?, envelope: String?, key: PushKey?) throws(PushEnvelopeError) -> PushNotificationPayload {
+        guard version == String(PushEnvelopeCipher.version) else { throw PushEnvelopeError.unsupportedVersion }
+        guard let envelope, !envelope.isEmpty else { throw PushEnvelopeError.missingEnvelope }
+        guard let key else { throw PushEnvelopeError.missingKey }
+        let plaintext = try PushEnvelopeCipher.open(envelope, key: key)
         let value: JSONValue
         do {
             value = try JSONParser.parse(plaintext)
         } catch {
-            throw EnvelopeError.malformedPayload
+            throw PushEnvelopeError.malformedPayload
         }
-        return try NotificationPayload(jsonObject: value)
+        return try PushNotificationPayload(jsonObject: value)
     }
 }

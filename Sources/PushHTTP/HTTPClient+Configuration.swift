@@ -57,7 +57,7 @@ extension HTTPClient {
         }
 
         /// Rejects values libcurl would misread.
-        func validated() throws(HTTPClientError) -> Configuration {
+        package func validated() throws(HTTPClientError) -> Configuration {
             func positive(_ d: Duration, _ name: String) throws(HTTPClientError) {
                 if d <= .zero { throw HTTPClientError(.invalidConfiguration, detail: "\(name) must be positive") }
             }

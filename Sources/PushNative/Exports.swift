@@ -1,6 +1,48 @@
-// PushNative is the one module a hub imports: it re-exports the layers beneath it so
-// `import PushNative` is enough to register devices, build payloads and dispatch.
-@_exported public import PushEnvelope
-@_exported public import DeviceRegistry
-@_exported public import DeviceRegistryPostgres
-@_exported public import PushTransports
+// What `import PushNative` brings into a hub: the face, not the house. Each type a hub uses is
+// re-exported by name from the layer that defines it; the layers' machinery (JSON, base64,
+// digests, locks, the HTTP client, the transports) stays behind, so nothing here can collide
+// with AsyncHTTPClient's `HTTPClient`, NIOHTTP1's `HTTPHeaders`, swift-crypto's `Digest` or a
+// hub's own `JSONValue`. A hub that wants a whole layer imports that module itself.
+
+// PushEnvelope: payloads, keys, the envelope and the device side.
+@_exported public import struct PushEnvelope.PushNotificationPayload
+@_exported public import struct PushEnvelope.PushNotificationType
+@_exported public import struct PushEnvelope.PushNotificationSeverity
+@_exported public import struct PushEnvelope.PushKey
+@_exported public import enum PushEnvelope.PushKeyError
+@_exported public import enum PushEnvelope.PushEnvelopeCipher
+@_exported public import struct PushEnvelope.PushEnvelopeError
+@_exported public import enum PushEnvelope.ReceivedPush
+@_exported public import enum PushEnvelope.PushJSONValue
+@_exported public import struct PushEnvelope.PushJSONParseError
+
+// DeviceRegistry: registrations and the store protocol with its implementations.
+@_exported public import struct DeviceRegistry.PushDeviceRegistry
+@_exported public import protocol DeviceRegistry.PushDeviceStore
+@_exported public import struct DeviceRegistry.PushDeviceStoreError
+@_exported public import struct DeviceRegistry.PushDeviceRegistration
+@_exported public import enum DeviceRegistry.PushDevicePlatform
+@_exported public import struct DeviceRegistry.PushRegistrationRequest
+@_exported public import struct DeviceRegistry.PushRegistrationError
+@_exported public import class DeviceRegistry.SQLitePushDeviceStore
+@_exported public import class DeviceRegistry.InMemoryPushDeviceStore
+@_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
+
+// PushTransports: credentials, the retry policy, and the logger hook.
+@_exported public import struct PushTransports.APNsCredentials
+@_exported public import struct PushTransports.FCMServiceAccount
+@_exported public import struct PushTransports.PushCredentialError
+@_exported public import struct PushTransports.PushRetryPolicy
+@_exported public import protocol PushTransports.PushLogger
+@_exported public import struct PushTransports.PushLogRecord
+@_exported public import struct PushTransports.SilentPushLogger
+@_exported public import enum PushTransports.PushDeliveryOutcome
+@_exported public import struct PushTransports.PushDeliveryReason
+@_exported public import enum PushTransports.PushTransportName
+
+// Metrics: a sink shaped like swift-metrics' factory, and a ready Prometheus aggregator.
+@_exported public import protocol PushTransports.PushMetricsFactory
+@_exported public import protocol PushTransports.PushCounterHandler
+@_exported public import protocol PushTransports.PushTimerHandler
+@_exported public import protocol PushTransports.PushMeterHandler
+@_exported public import class PushTransports.PushPrometheusMetrics

@@ -2,10 +2,10 @@ import Foundation
 
 /// Where a hub keeps its state (`settings.json`, the device database): `$HAPI_HOME`, or
 /// `~/.hapi` where `~` is `$HOME`, as every Unix tool reads it.
-public enum HubDataDirectory {
+package enum HubDataDirectory {
     /// Resolves the data directory from an environment (values trimmed, empty = unset).
     /// Returns nil only when neither `HAPI_HOME` nor `HOME` is set.
-    public static func resolve(environment: [String: String]) -> String? {
+    package static func resolve(environment: [String: String]) -> String? {
         if let home = nonEmpty(environment["HAPI_HOME"]) {
             return expandTilde(home, environment: environment)
         }
@@ -14,7 +14,7 @@ public enum HubDataDirectory {
     }
 
     /// Expands a leading `~` or `~/` to `$HOME`; other paths are returned as they are.
-    public static func expandTilde(_ path: String, environment: [String: String]) -> String {
+    package static func expandTilde(_ path: String, environment: [String: String]) -> String {
         guard path == "~" || path.hasPrefix("~/"), let home = nonEmpty(environment["HOME"]) else { return path }
         return path == "~" ? home : join(home, String(path.dropFirst(2)))
     }

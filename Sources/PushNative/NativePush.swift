@@ -1,3 +1,6 @@
+public import PushEnvelope
+public import DeviceRegistry
+public import PushTransports
 import PushHTTP
 import Foundation
 
@@ -15,8 +18,10 @@ import Foundation
 /// every dispatch until `shutdown()`.
 public final class NativePush: Sendable {
     public let configuration: PushConfiguration
-    public let registry: DeviceRegistry
-    public let dispatcher: PushDispatcher
+    public let registry: PushDeviceRegistry
+    /// Timeouts, limits, concurrency and retries this instance runs with.
+    public let runtime: Configuration
+    package let dispatcher: PushDispatcher
     private let client: HTTPClient
 
     /// Reads the configuration (environment > `settings.json` > defaults), opens the registry
@@ -28,41 +33,49 @@ public final class NativePush: Sendable {
     ///   - environment: the process environment by default.
     ///   - dataDirectory: `$HAPI_HOME`, else `~/.hapi`, by default.
     ///   - persistSettings: write first-sight environment values into settings.json.
+    ///   - runtime: timeouts, connection limits, concurrency, retries; checked before anything opens.
     ///   - logger: one record per push; silent by default.
+    ///   - metrics: deliveries, latency and in-flight counts; none by default.
     public static func start(
         environment: [String: String] = NativePush.processEnvironment, dataDirectory: String? = nil,
-        persistSettings: Bool = true, logger: any PushLogger = SilentPushLogger()
+        persistSettings: Bool = true, runtime: Configuration = Configuration(), logger: any PushLogger = SilentPushLogger(),
+        metrics: (any PushMetricsFactory)? = nil
     ) async throws -> NativePush {
+        try runtime.validate()
         guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
             throw NativePushError(message: "no data directory: set HAPI_HOME or HOME, or pass dataDirectory")
         }
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: persistSettings)
         let store = try await configuration.registry.open()
-        return try NativePush(configuration: configuration, store: store, logger: logger)
+        return try NativePush(configuration: configuration, store: store, runtime: runtime, logger: logger, metrics: metrics)
     }
 
     /// This process's environment variables.
     public static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
 
     /// Builds from a configuration and any store (a hub with its own database passes its own).
+    /// Throws `NativePushError` when `runtime` does not validate.
     public init(
-        configuration: PushConfiguration, store: any DeviceStore, logger: any PushLogger = SilentPushLogger(),
-        retryPolicy: RetryPolicy = .none, requestTimeout: Duration = .seconds(10)
+        configuration: PushConfiguration, store: any PushDeviceStore, runtime: Configuration = Configuration(),
+        logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil
     ) throws {
-        let client = try HTTPClient(
-            configuration: .init(
-                requestTimeout: requestTimeout, additionalTrustedCAFile: configuration.caFile, maximumConnectionsPerHost: 4,
-                maximumConcurrentStreamsPerConnection: 1000))
+        try runtime.validate()
+        let client = try HTTPClient(configuration: runtime.httpClientConfiguration(caFile: configuration.caFile))
+        let retryPolicy = runtime.retry
         self.client = client
+        self.runtime = runtime
         self.configuration = configuration
-        self.registry = DeviceRegistry(store: store)
-        let relay = RelayTransport(baseURL: configuration.relayURL, client: client, retryPolicy: retryPolicy, logger: logger)
+        self.registry = PushDeviceRegistry(store: store)
+        let relay = RelayTransport(
+            baseURL: configuration.relayURL, client: client, retryPolicy: retryPolicy, logger: logger, concurrency: runtime.concurrency.relay, metrics: metrics)
         let ios: PushDispatcher.IOSChannel
         switch configuration.ios.transport {
         case .relay: ios = .encrypted(relay)
         case .apns(let credentials, _):
             ios = .encrypted(
-                APNsTransport(endpoint: configuration.apnsEndpoint, credentials: credentials, client: client, retryPolicy: retryPolicy, logger: logger))
+                APNsTransport(
+                    endpoint: configuration.apnsEndpoint, credentials: credentials, client: client, retryPolicy: retryPolicy, logger: logger,
+                    concurrency: runtime.concurrency.apns, metrics: metrics))
         case .off: ios = .off(reason: configuration.ios.reason)
         }
         let android: PushDispatcher.AndroidChannel
@@ -70,25 +83,28 @@ public final class NativePush: Sendable {
         case .relay: android = .encrypted(relay)
         case .fcm(let account):
             android = .plaintext(
-                FCMTransport(endpoint: configuration.fcmEndpoint, account: account, client: client, retryPolicy: retryPolicy, logger: logger))
+                FCMTransport(
+                    endpoint: configuration.fcmEndpoint, account: account, client: client, retryPolicy: retryPolicy, logger: logger,
+                    concurrency: runtime.concurrency.fcm, metrics: metrics))
         case .off: android = .off(reason: configuration.android.reason)
         }
-        self.dispatcher = PushDispatcher(store: store, ios: ios, android: android)
+        self.dispatcher = PushDispatcher(
+            store: store, ios: ios, android: android, logger: logger, metrics: metrics, window: runtime.dispatchWindow)
     }
 
     /// `POST /api/devices/register`: the answer to send back.
-    public func register(namespace: String, body: [UInt8]) async -> DeviceRegistry.Answer {
+    public func register(namespace: String, body: [UInt8]) async -> PushDeviceRegistry.Answer {
         await registry.handleRegister(namespace: namespace, body: body)
     }
 
     /// `DELETE /api/devices/register`: the answer to send back.
-    public func unregister(namespace: String, body: [UInt8]) async -> DeviceRegistry.Answer {
+    public func unregister(namespace: String, body: [UInt8]) async -> PushDeviceRegistry.Answer {
         await registry.handleUnregister(namespace: namespace, body: body)
     }
 
     /// Sends `payload` to every native device of `namespace`. Suppress Web Push for this event
     /// when `report.suppressWebPush` is true.
-    public func dispatch(_ payload: NotificationPayload, namespace: String) async throws -> DispatchReport {
+    public func dispatch(_ payload: PushNotificationPayload, namespace: String) async throws -> PushDispatchReport {
         try await dispatcher.dispatch(payload, namespace: namespace)
     }
 

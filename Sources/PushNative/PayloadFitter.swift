@@ -1,33 +1,30 @@
+package import PushEnvelope
+
 /// Fits a payload under a size limit without ever truncating ciphertext, ids or action
 /// identifiers: the full payload, else without `notifySummary`, else the minimal
 /// `HAPI / New activity` notification keeping `type`, `sessionId`, `requestId` and
 /// `contractVersion`. Sizes are computed before sealing (the envelope length follows from the
 /// plaintext length), never by trial encryption.
-public enum PayloadFitter {
-    /// Which step of the ladder was sent.
-    public enum Level: String, Sendable, Hashable {
-        case full
-        case withoutSummary = "without_summary"
-        case minimal
-    }
+package enum PayloadFitter {
+    package typealias Level = PushPayloadLevel
 
     /// The encrypted paths (relay, APNs): the envelope's base64 length.
-    public static let envelopeLimit = PushEnvelope.maximumEnvelopeLength
+    package static let envelopeLimit = PushEnvelopeCipher.maximumEnvelopeLength
     /// Direct FCM: the data message limit, measured as the canonical JSON of the data.
-    public static let fcmDataLimit = 4096
+    package static let fcmDataLimit = 4096
 
     /// The first rung whose sealed envelope fits in `envelopeLimit` bytes; nil when even the
     /// minimal notification does not.
-    public static func fitEnvelope(_ payload: NotificationPayload, limit: Int = envelopeLimit) -> (NotificationPayload, Level)? {
-        fit(payload) { PushEnvelope.sealedLength(plaintextCount: $0.canonicalJSON.count) <= limit }
+    package static func fitEnvelope(_ payload: PushNotificationPayload, limit: Int = envelopeLimit) -> (PushNotificationPayload, Level)? {
+        fit(payload) { PushEnvelopeCipher.sealedLength(plaintextCount: $0.canonicalJSON.count) <= limit }
     }
 
     /// The first rung whose FCM data fits in `limit` bytes.
-    public static func fitFCMData(_ payload: NotificationPayload, limit: Int = fcmDataLimit) -> (NotificationPayload, Level)? {
+    package static func fitFCMData(_ payload: PushNotificationPayload, limit: Int = fcmDataLimit) -> (PushNotificationPayload, Level)? {
         fit(payload) { $0.canonicalJSON.count <= limit }
     }
 
-    static func fit(_ payload: NotificationPayload, fits: (NotificationPayload) -> Bool) -> (NotificationPayload, Level)? {
+    static func fit(_ payload: PushNotificationPayload, fits: (PushNotificationPayload) -> Bool) -> (PushNotificationPayload, Level)? {
         if fits(payload) { return (payload, .full) }
         if payload.notifySummary != nil {
             var reduced = payload
@@ -39,8 +36,8 @@ public enum PayloadFitter {
     }
 
     /// The last rung: generic text, the routing ids kept.
-    public static func minimal(_ payload: NotificationPayload) -> NotificationPayload {
-        NotificationPayload(
+    package static func minimal(_ payload: PushNotificationPayload) -> PushNotificationPayload {
+        PushNotificationPayload(
             type: payload.type, sessionId: payload.sessionId, requestId: payload.requestId, title: "HAPI", body: "New activity",
             contractVersion: payload.contractVersion)
     }

@@ -20,12 +20,12 @@ extension PushConfiguration {
     ///   - persist: write first-sight environment values into settings.json.
     public static func load(
         environment: [String: String], dataDirectory: String? = nil, persist: Bool = true
-    ) throws(SettingsFileError) -> PushConfiguration {
+    ) throws(PushSettingsFileError) -> PushConfiguration {
         let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment)
         let file = directory.map { SettingsFile(directory: $0) }
         let stored = JSONValue.object(try file?.read() ?? [])  // members looked up exactly
         var diagnostics: [Diagnostic] = []
-        var settings: [String: ResolvedSetting] = [:]
+        var settings: [String: PushResolvedSetting] = [:]
         var firstSight: [String: String] = [:]
 
         for setting in PushSetting.all {
@@ -40,16 +40,16 @@ extension PushConfiguration {
                         message: "settings.json has \(member.typeName) for \"\(setting.settingsKey)\", expected a string: ignored"))
                 }
             }
-            let resolved: ResolvedSetting
+            let resolved: PushResolvedSetting
             if let fromEnvironment {
-                resolved = ResolvedSetting(value: fromEnvironment, source: .environment)
+                resolved = PushResolvedSetting(value: fromEnvironment, source: .environment)
                 if stored[setting.settingsKey] == nil {
                     if setting.isURL, HTTPBaseURL.hasPassword(fromEnvironment) {
                         // Refused below as well; a password is never copied into a file.
                         diagnostics.append(Diagnostic(
                             level: .info, setting: setting.settingsKey,
                             message: "\(setting.environmentVariable) holds a password, so it is not saved to settings.json"))
-                    } else if setting == .databaseURL, (try? PostgresDeviceStore.Configuration(url: fromEnvironment))?.hasPassword ?? false {
+                    } else if setting == .databaseURL, (try? PostgresPushDeviceStore.Configuration(url: fromEnvironment))?.hasPassword ?? false {
                         // A password stays where the operator put it: never copied into a file.
                         diagnostics.append(Diagnostic(
                             level: .info, setting: setting.settingsKey,
@@ -59,12 +59,12 @@ extension PushConfiguration {
                     }
                 }
             } else if let fromFile {
-                resolved = ResolvedSetting(value: fromFile, source: .file)
+                resolved = PushResolvedSetting(value: fromFile, source: .file)
             } else {
-                resolved = ResolvedSetting(value: setting.defaultValue, source: .default)
+                resolved = PushResolvedSetting(value: setting.defaultValue, source: .default)
             }
             let expanded = setting.isPath ? resolved.value.map { HubDataDirectory.expandTilde($0, environment: environment) } : resolved.value
-            settings[setting.settingsKey] = ResolvedSetting(value: expanded, source: resolved.source)
+            settings[setting.settingsKey] = PushResolvedSetting(value: expanded, source: resolved.source)
         }
 
         if let file, let warning = file.permissionWarning() {
@@ -96,11 +96,11 @@ extension PushConfiguration {
 
     /// The decisions, one function per channel, each adding the diagnostics it owes.
     private struct Selection {
-        let settings: [String: ResolvedSetting]
+        let settings: [String: PushResolvedSetting]
         var diagnostics: [Diagnostic]
         var apnsEndpoint: String?
 
-        init(settings: [String: ResolvedSetting], diagnostics: [Diagnostic]) {
+        init(settings: [String: PushResolvedSetting], diagnostics: [Diagnostic]) {
             self.settings = settings
             self.diagnostics = diagnostics
         }
@@ -148,12 +148,12 @@ extension PushConfiguration {
         mutating func registry(dataDirectory: String?) -> RegistryStore {
             guard let url = value(.databaseURL) else {
                 guard let dataDirectory else {
-                    return .unusable(DeviceStoreError.cannotOpen.with("no data directory for the SQLite registry: set HAPI_HOME or HOME"))
+                    return .unusable(PushDeviceStoreError.cannotOpen.with("no data directory for the SQLite registry: set HAPI_HOME or HOME"))
                 }
-                return .sqlite(path: SQLiteDeviceStore.Configuration(directory: dataDirectory).path)
+                return .sqlite(path: SQLitePushDeviceStore.Configuration(directory: dataDirectory).path)
             }
             do {
-                return .postgres(try PostgresDeviceStore.Configuration(url: url))
+                return .postgres(try PostgresPushDeviceStore.Configuration(url: url))
             } catch {
                 report(.error, .databaseURL, "\(error.message); the device registry cannot be opened")
                 return .unusable(error.with("HAPI_PUSH_DATABASE_URL: \(error.message)"))

@@ -87,9 +87,9 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         /// The embedded default: this SQLite file.
         case sqlite(path: String)
         /// `HAPI_PUSH_DATABASE_URL`: a PostgreSQL table shared by every hub process.
-        case postgres(PostgresDeviceStore.Configuration)
+        case postgres(PostgresPushDeviceStore.Configuration)
         /// No registry can be opened (an invalid URL, no data directory): the error says why.
-        case unusable(DeviceStoreError)
+        case unusable(PushDeviceStoreError)
 
         /// `sqlite`, `postgres` or `none`.
         public var name: String {
@@ -125,7 +125,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     /// An extra CA file to trust besides the system store, when configured and readable.
     public let caFile: String?
     /// Every setting by its settings.json key, with its source.
-    public let settings: [String: ResolvedSetting]
+    public let settings: [String: PushResolvedSetting]
     public let diagnostics: [Diagnostic]
     /// settings.json keys written on this load (first sight of an environment value).
     public let persistedKeys: [String]
@@ -147,12 +147,12 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     /// A setting's value as it may be printed: the database URL with its password redacted.
     public func shownValue(_ setting: PushSetting) -> String? {
         guard let value = settings[setting.settingsKey]?.value else { return nil }
-        if setting == .databaseURL { return PostgresDeviceStore.Configuration.redact(value) }
+        if setting == .databaseURL { return PostgresPushDeviceStore.Configuration.redact(value) }
         return setting.isURL ? HTTPBaseURL.redactingPassword(value) : value
     }
 
     /// The `hapi-push config --json` object.
-    public var jsonValue: JSONValue {
+    public var jsonValue: PushJSONValue {
         var settingsObject: [String: JSONValue] = [:]
         for setting in PushSetting.all {
             guard let resolved = settings[setting.settingsKey] else { continue }

@@ -20,8 +20,8 @@ public import PushEnvelope
 /// The clock is injected so the timing is tested without sleeping.
 public actor PushNotificationScheduler<C: Clock> where C.Duration == Duration {
     public typealias SessionReader = @Sendable (_ sessionId: String) async -> PushSession?
-    public typealias MessageReader = @Sendable (_ sessionId: String) async -> [JSONValue]
-    public typealias Delivery = @Sendable (_ payload: NotificationPayload) async -> Void
+    public typealias MessageReader = @Sendable (_ sessionId: String) async -> [PushJSONValue]
+    public typealias Delivery = @Sendable (_ payload: PushNotificationPayload) async -> Void
 
     public nonisolated let permissionDebounce: Duration
     public nonisolated let readyCooldown: Duration
@@ -76,11 +76,11 @@ public actor PushNotificationScheduler<C: Clock> where C.Duration == Duration {
 
     /// A message arrived (`message-received`): a ready event schedules a ready push (subject to
     /// the cooldown); a task notification in it is sent at once. Both need an active session.
-    public func messageReceived(sessionId: String, content: JSONValue) async {
-        if NotificationComposer.isReadyEvent(content) { await ready(sessionId) }
+    public func messageReceived(sessionId: String, content: PushJSONValue) async {
+        if PushNotificationComposer.isReadyEvent(content) { await ready(sessionId) }
         guard HubMessageContent.taskNotification(in: content) != nil else { return }
         guard let session = await readSession(sessionId), session.active,
-            let payload = NotificationComposer.taskNotification(for: session, content: content)
+            let payload = PushNotificationComposer.taskNotification(for: session, content: content)
         else { return }
         await deliver(payload)
     }
@@ -93,7 +93,7 @@ public actor PushNotificationScheduler<C: Clock> where C.Duration == Duration {
         if let last = lastReady[sessionId], last.duration(to: now) < readyCooldown { return }
         lastReady[sessionId] = now  // before sending: a failed send still starts the cooldown
         let messages = await readMessages(sessionId)
-        await deliver(NotificationComposer.ready(for: session, messages: messages))
+        await deliver(PushNotificationComposer.ready(for: session, messages: messages))
     }
 
     // MARK: - Permission debounce
@@ -123,7 +123,7 @@ public actor PushNotificationScheduler<C: Clock> where C.Duration == Duration {
         // The session as it is now: its first pending request may not be the one that started
         // the timer, and there may be none.
         guard let session = await readSession(sessionId), session.active,
-            let payload = NotificationComposer.pendingRequest(for: session)
+            let payload = PushNotificationComposer.pendingRequest(for: session)
         else { return }
         await deliver(payload)
     }

@@ -9,11 +9,11 @@ public struct PushSession: Sendable, Hashable {
     /// Inactive sessions get no push (and clear the scheduler's state for them).
     public var active: Bool
     /// `{flavor, name, summary: {text}, path, …}`; `.null` when there is none.
-    public var metadata: JSONValue
+    public var metadata: PushJSONValue
     /// `{requests: {<requestId>: {tool, arguments}}, …}`; `.null` when there is none.
-    public var agentState: JSONValue
+    public var agentState: PushJSONValue
 
-    public init(id: String, active: Bool = true, metadata: JSONValue = .null, agentState: JSONValue = .null) {
+    public init(id: String, active: Bool = true, metadata: PushJSONValue = .null, agentState: PushJSONValue = .null) {
         self.id = id
         self.active = active
         self.metadata = metadata
@@ -57,7 +57,7 @@ public struct PushSession: Sendable, Hashable {
     /// The pending requests in JavaScript's `Object.entries` order: array-index ids first in
     /// numeric order, then the others as inserted. The first one is what a permission push is
     /// about (R1.4). A `requests` that is not an object holds none.
-    public var pendingRequests: [(id: String, request: JSONValue)] {
+    public var pendingRequests: [(id: String, request: PushJSONValue)] {
         guard let members = requests?.objectValue else { return [] }
         return JSONKey.enumerationOrder(members).map { (id: $0.key, request: $0.value) }
     }

@@ -46,15 +46,15 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Where a resolved value came from.
-public enum SettingSource: String, Sendable, Hashable {
+public enum PushSettingSource: String, Sendable, Hashable {
     case environment = "env"
     case file
     case `default`
 }
 
 /// A setting's value after precedence (environment > settings.json > default).
-public struct ResolvedSetting: Sendable, Hashable {
+public struct PushResolvedSetting: Sendable, Hashable {
     /// The value (trimmed, `~` expanded for paths); nil when unset with no default.
     public let value: String?
-    public let source: SettingSource
+    public let source: PushSettingSource
 }

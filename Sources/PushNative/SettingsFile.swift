@@ -9,14 +9,14 @@ import PushSync
 /// the directory), owner-only (file 0600, directory 0700), and serialized in-process by a mutex
 /// and across processes by `flock` on `settings.json.lock`. A file that does not parse is never
 /// overwritten. Keys this library does not know are kept as they are.
-public struct SettingsFile: Sendable {
-    public let path: String
+package struct SettingsFile: Sendable {
+    package let path: String
 
-    public init(directory: String) {
+    package init(directory: String) {
         path = HubDataDirectory.join(directory, "settings.json")
     }
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
@@ -25,40 +25,40 @@ public struct SettingsFile: Sendable {
 
     /// The largest settings.json read: a few hundred bytes is usual; a bigger file is a mistake
     /// (or an attack) that would cost seconds and memory to parse.
-    public static let maximumBytes = 1 << 20
+    package static let maximumBytes = 1 << 20
 
     /// The file's top-level members, in the file's order (keys compared exactly, never merged);
     /// empty when the file does not exist. A symbolic link is followed.
-    public func read() throws(SettingsFileError) -> [(key: String, value: JSONValue)] {
+    package func read() throws(PushSettingsFileError) -> [(key: String, value: JSONValue)] {
         guard let data = try readBytes() else { return [] }
         let value: JSONValue
         do {
             value = try JSONParser.parse(data)
         } catch {
-            throw SettingsFileError.unparseable.with(
+            throw PushSettingsFileError.unparseable.with(
                 "\(path) is not valid JSON (\(error.description)): fix or remove the file; it was left untouched")
         }
         guard let object = value.objectValue else {
-            throw SettingsFileError.unparseable.with(
+            throw PushSettingsFileError.unparseable.with(
                 "\(path) must hold a JSON object, not \(value.typeName): fix or remove the file; it was left untouched")
         }
         return object
     }
 
     /// The file's bytes; nil when it does not exist. Never blocks on a FIFO or reads a device.
-    private func readBytes() throws(SettingsFileError) -> [UInt8]? {
+    private func readBytes() throws(PushSettingsFileError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw SettingsFileError.unreadable.with(
+            throw PushSettingsFileError.unreadable.with(
                 "cannot read \(path) (\(String(cString: strerror(errno)))): give the hub's user read access, or remove it")
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw SettingsFileError.unreadable.with("\(path) is not a regular file: remove it, or replace it with a JSON file")
+            throw PushSettingsFileError.unreadable.with("\(path) is not a regular file: remove it, or replace it with a JSON file")
         }
-        let tooLarge = SettingsFileError.tooLarge.with(
+        let tooLarge = PushSettingsFileError.tooLarge.with(
             "\(path) is larger than \(Self.maximumBytes / (1 << 20)) MiB: not a settings file; fix or remove it; it was left untouched")
         guard info.st_size <= Self.maximumBytes else { throw tooLarge }
         var bytes: [UInt8] = []
@@ -67,7 +67,7 @@ public struct SettingsFile: Sendable {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw SettingsFileError.unreadable.with("cannot read \(path): \(String(cString: strerror(errno)))")
+                throw PushSettingsFileError.unreadable.with("cannot read \(path): \(String(cString: strerror(errno)))")
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
@@ -77,7 +77,7 @@ public struct SettingsFile: Sendable {
 
     /// A warning when anyone on the host may change the file (world-writable, or in a
     /// world-writable directory without the sticky bit): whoever writes it chooses where pushes go.
-    public func permissionWarning() -> String? {
+    package func permissionWarning() -> String? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         if info.st_mode & S_IWOTH != 0 {
@@ -95,10 +95,10 @@ public struct SettingsFile: Sendable {
     /// keys written (none when all were present). Reads and writes under the lock, so two
     /// writers never lose each other's keys.
     @discardableResult
-    public func addMissing(_ values: [String: String]) throws(SettingsFileError) -> [String] {
+    package func addMissing(_ values: [String: String]) throws(PushSettingsFileError) -> [String] {
         guard !values.isEmpty else { return [] }
-        return try SettingsFile.inProcess.withLock { _ throws(SettingsFileError) -> [String] in
-            try withFileLock { () throws(SettingsFileError) -> [String] in
+        return try SettingsFile.inProcess.withLock { _ throws(PushSettingsFileError) -> [String] in
+            try withFileLock { () throws(PushSettingsFileError) -> [String] in
                 var members = try read()
                 let present = JSONValue.object(members)
                 let added = values.keys.filter { present[$0] == nil }.sorted()
@@ -135,30 +135,30 @@ public struct SettingsFile: Sendable {
         return url.deletingLastPathComponent().path
     }
 
-    private func withFileLock<T>(_ body: () throws(SettingsFileError) -> T) throws(SettingsFileError) -> T {
+    private func withFileLock<T>(_ body: () throws(PushSettingsFileError) -> T) throws(PushSettingsFileError) -> T {
         try ensureDirectory()
         let lockPath = path + ".lock"
         let fd = open(lockPath, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw SettingsFileError.unwritable.with("cannot create lock file \(lockPath): \(String(cString: strerror(errno)))")
+            throw PushSettingsFileError.unwritable.with("cannot create lock file \(lockPath): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else {
-                throw SettingsFileError.unwritable.with("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+                throw PushSettingsFileError.unwritable.with("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
             }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()
     }
 
-    private func ensureDirectory() throws(SettingsFileError) {
+    private func ensureDirectory() throws(PushSettingsFileError) {
         var info = stat()
         if stat(directory, &info) == 0 { return }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw SettingsFileError.unwritable.with("cannot create data directory \(directory): \(error.localizedDescription)")
+            throw PushSettingsFileError.unwritable.with("cannot create data directory \(directory): \(error.localizedDescription)")
         }
     }
 
@@ -177,11 +177,11 @@ public struct SettingsFile: Sendable {
     /// Where a write goes: the file itself, or, when settings.json is a symbolic link (a
     /// dotfiles manager's), the file it points to, so the link stays a link (write through).
     /// A link whose target cannot be resolved is refused: nothing is written.
-    private func writeTarget() throws(SettingsFileError) -> String {
+    private func writeTarget() throws(PushSettingsFileError) -> String {
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return path }
         guard let resolved = realpath(path, nil) else {
-            throw SettingsFileError.unwritable.with(
+            throw PushSettingsFileError.unwritable.with(
                 "\(path) is a symbolic link whose target cannot be resolved (\(String(cString: strerror(errno)))): point it at a file, or replace it with one")
         }
         defer { free(resolved) }
@@ -190,12 +190,12 @@ public struct SettingsFile: Sendable {
 
     /// Temp file in the same directory → write → fsync → rename over → fsync the directory.
     /// A crash at any point leaves either the old file or the new one, whole.
-    private func writeAtomically(_ object: [(key: String, value: JSONValue)], to target: String) throws(SettingsFileError) {
+    private func writeAtomically(_ object: [(key: String, value: JSONValue)], to target: String) throws(PushSettingsFileError) {
         let bytes = Array((SettingsFile.render(.object(object)) + "\n").utf8)
         var template = Array((target + ".tmp-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
         guard fd >= 0 else {
-            throw SettingsFileError.unwritable.with("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
+            throw PushSettingsFileError.unwritable.with("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
         }
         let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var succeeded = false
@@ -210,19 +210,19 @@ public struct SettingsFile: Sendable {
                 if errno == EINTR { continue }
                 let reason = String(cString: strerror(errno))
                 close(fd)
-                throw SettingsFileError.unwritable.with("cannot write \(temporaryPath): \(reason)")
+                throw PushSettingsFileError.unwritable.with("cannot write \(temporaryPath): \(reason)")
             }
             offset += written
         }
         guard fsync(fd) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw SettingsFileError.unwritable.with("cannot flush \(temporaryPath): \(reason)")
+            throw PushSettingsFileError.unwritable.with("cannot flush \(temporaryPath): \(reason)")
         }
         close(fd)
         SettingsFile.beforeRenameHook.withLock { $0 }.run?()
         guard rename(temporaryPath, target) == 0 else {
-            throw SettingsFileError.unwritable.with("cannot replace \(target): \(String(cString: strerror(errno)))")
+            throw PushSettingsFileError.unwritable.with("cannot replace \(target): \(String(cString: strerror(errno)))")
         }
         succeeded = true
         let dirfd = open(URL(fileURLWithPath: target).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -238,7 +238,7 @@ public struct SettingsFile: Sendable {
 
     /// For crash-consistency tests only: runs between the fsync of the temporary file and the
     /// rename, so a test child can kill itself at exactly that point. Nil in production.
-    public static func _setBeforeRenameHookForTesting(_ hook: (@Sendable () -> Void)?) {
+    package static func _setBeforeRenameHookForTesting(_ hook: (@Sendable () -> Void)?) {
         beforeRenameHook.withLock { $0 = Hook(run: hook) }
     }
 }

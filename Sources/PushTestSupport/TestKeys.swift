@@ -1,4 +1,5 @@
 import CHapiOpenSSL
+import CHapiTestOpenSSL
 public import PushEnvelope
 
 /// Throwaway keys for tests and the demo, generated with OpenSSL at run time so no private key
@@ -62,7 +63,7 @@ public enum TestKeys {
 /// Verifies compact JWS tokens with a public key, as Apple and Google do.
 public enum JWTVerifier {
     /// The decoded header and claims when the signature verifies under `publicKeyPEM`.
-    public static func verify(_ token: String, publicKeyPEM: String) -> (header: JSONValue, claims: JSONValue)? {
+    public static func verify(_ token: String, publicKeyPEM: String) -> (header: PushJSONValue, claims: PushJSONValue)? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3, let headerBytes = base64URLDecode(parts[0]), let claimBytes = base64URLDecode(parts[1]),
             let signature = base64URLDecode(parts[2]), let header = try? JSONParser.parse(headerBytes),

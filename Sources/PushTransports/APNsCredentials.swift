@@ -10,7 +10,7 @@ public struct APNsCredentials: Sendable, CustomStringConvertible {
     let signingKey: JWTSigningKey
 
     /// Reads `keyPath` and checks it is a PKCS#8 P-256 private key.
-    public init(keyPath: String, keyId: String, teamId: String, bundleId: String) throws(CredentialError) {
+    public init(keyPath: String, keyId: String, teamId: String, bundleId: String) throws(PushCredentialError) {
         let pem = try JWTSigningKey.readFile(keyPath, setting: "APNS_KEY_P8_PATH")
         self.signingKey = try JWTSigningKey(pem: pem, algorithm: .es256, source: "APNS_KEY_P8_PATH (\(keyPath))")
         self.keyPath = keyPath
@@ -20,7 +20,7 @@ public struct APNsCredentials: Sendable, CustomStringConvertible {
     }
 
     /// For tests and embedders that hold the PEM in memory.
-    public init(pem: [UInt8], keyId: String, teamId: String, bundleId: String) throws(CredentialError) {
+    public init(pem: [UInt8], keyId: String, teamId: String, bundleId: String) throws(PushCredentialError) {
         self.signingKey = try JWTSigningKey(pem: pem, algorithm: .es256, source: "APNs key")
         self.keyPath = "(in memory)"
         self.keyId = keyId

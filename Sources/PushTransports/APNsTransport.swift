@@ -4,35 +4,36 @@ import PushEnvelope
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
 /// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
 /// long-lived multiplexed connection to the endpoint and one provider token.
-public struct APNsTransport: PushTransport {
-    public var name: String { "apns" }
-    public let endpoint: String
-    public let bundleId: String
-    public let providerToken: APNsProviderToken
+package struct APNsTransport: PushTransport {
+    package var name: PushTransportName { .apns }
+    package let endpoint: String
+    package let bundleId: String
+    package let providerToken: APNsProviderToken
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
 
     package init(
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
-        retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256
+        retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.endpoint = endpoint.droppingTrailingSlashes
         self.bundleId = credentials.bundleId
         self.providerToken = providerToken ?? APNsProviderToken(credentials: credentials)
-        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.call = ProviderCall(
+            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .apns))
         self.logger = logger
         self.concurrency = concurrency
     }
 
-    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
         // One token for the whole batch; minting failures fail the batch once.
         let token: String
         do {
             token = try await providerToken.token()
         } catch {
             return deliveries.map { delivery in
-                let result = PushResult.refused("provider_token: \(error.message)")
+                let result = PushResult.refused(.providerToken, detail: error.message)
                 logger.log(delivery, transport: name, result)
                 return result
             }
@@ -45,12 +46,12 @@ public struct APNsTransport: PushTransport {
     }
 
     func send(_ delivery: PushDelivery, token: String) async -> PushResult {
-        await send([delivery], token: token).first ?? .refused("no_result")
+        await send([delivery], token: token).first ?? .refused(.noResult)
     }
 
     func send(_ deliveries: [PushDelivery], token: String) async -> [PushResult] {
         var results = await call.perform(deliveries, secrets: [token], prepare: { prepare($0, jwt: token) }, classify: Self.verdict)
-        let expired = results.indices.filter { results[$0].reason == "ExpiredProviderToken" }
+        let expired = results.indices.filter { results[$0].reason == .apnsExpiredProviderToken }
         guard !expired.isEmpty else { return results }
         // Apple says our token is too old: mint once (single flight across the batch) and
         // retry those pushes once.
@@ -65,17 +66,17 @@ public struct APNsTransport: PushTransport {
                 results[index].attempts += first.attempts
             }
         } catch {
-            for index in expired { results[index].reason = "ExpiredProviderToken; refresh failed: \(error.message)" }
+            for index in expired { results[index].detail = "refresh failed: \(error.message)" }
         }
         return results
     }
 
     func prepare(_ delivery: PushDelivery, jwt: String) -> ProviderCall.Prepared {
-        guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused("apns_requires_envelope")) }
-        guard delivery.target == .ios else { return .refuse(.refused("apns_requires_ios_token")) }
+        guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused(.apnsRequiresEnvelope)) }
+        guard delivery.target == .ios else { return .refuse(.refused(.apnsRequiresIOSToken)) }
         // Hex only: anything else would change the request path.
         guard !delivery.token.isEmpty, delivery.token.utf8.allSatisfy({ Self.isHex($0) }) else {
-            return .refuse(.refused("BadDeviceToken_format"))
+            return .refuse(.refused(.badDeviceTokenFormat))
         }
         return .send(request(delivery, envelope: envelope, jwt: jwt))
     }
@@ -107,7 +108,7 @@ public struct APNsTransport: PushTransport {
     }
 
     /// At most 64 UTF-8 bytes, cut only between characters.
-    public static func collapseId(_ value: String) -> String {
+    package static func collapseId(_ value: String) -> String {
         guard value.utf8.count > 64 else { return value }
         var result = ""
         var bytes = 0
@@ -134,21 +135,22 @@ public struct APNsTransport: PushTransport {
     /// a 410 without one of those reasons is not proof of a dead token. Everything else → failed with Apple's reason; 429 `TooManyRequests`, 500 and
     /// 503 may be retried by a policy, `TooManyProviderTokenUpdates` never (we keep the token
     /// and back off; minting again would make it worse).
-    public static func classify(status: Int, body: [UInt8]) -> Classification {
-        let reason = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.code)
-        switch (status, reason) {
+    package static func classify(status: Int, body: [UInt8]) -> Classification {
+        let code = ProviderCall.jsonObject(body)?["reason"]?.stringValue.map(ProviderCall.code)
+        let reason = code.map(PushDeliveryReason.init(rawValue:))
+        switch (status, code) {
         case (200...299, _):
             return Classification(outcome: .sent, reason: nil)
         case (410, "Unregistered"), (410, "ExpiredToken"):
             return Classification(outcome: .invalid, reason: reason)
         case (400, "BadDeviceToken"):
-            return Classification(outcome: .invalid, reason: "BadDeviceToken")
+            return Classification(outcome: .invalid, reason: .apnsBadDeviceToken)
         case (429, "TooManyProviderTokenUpdates"):
-            return Classification(outcome: .failed, reason: "TooManyProviderTokenUpdates")
+            return Classification(outcome: .failed, reason: .apnsTooManyProviderTokenUpdates)
         case (429, _), (500...599, _):
-            return Classification(outcome: .failed, reason: reason ?? "http_\(status)", retryable: true)
+            return Classification(outcome: .failed, reason: reason ?? .http(status), retryable: true)
         default:
-            return Classification(outcome: .failed, reason: reason ?? "http_\(status)")
+            return Classification(outcome: .failed, reason: reason ?? .http(status))
         }
     }
 

@@ -6,19 +6,19 @@ import Glibc
 package enum CredentialFile {
     package static let maximumBytes = 1 << 20
 
-    package static func read(_ path: String, setting: String) throws(CredentialError) -> [UInt8] {
+    package static func read(_ path: String, setting: String) throws(PushCredentialError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
-            throw CredentialError.unreadable.with("\(setting): cannot read \(path): \(String(cString: strerror(errno)))")
+            throw PushCredentialError.unreadable.with("\(setting): cannot read \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw CredentialError.unreadable.with("\(setting): cannot read \(path): \(String(cString: strerror(errno)))")
+            throw PushCredentialError.unreadable.with("\(setting): cannot read \(path): \(String(cString: strerror(errno)))")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "not a regular file (a device or a pipe)"
-            throw CredentialError.unreadable.with("\(setting): \(path) is \(what): give the path of the key file")
+            throw PushCredentialError.unreadable.with("\(setting): \(path) is \(what): give the path of the key file")
         }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
@@ -26,12 +26,12 @@ package enum CredentialFile {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw CredentialError.unreadable.with("\(setting): error reading \(path): \(String(cString: strerror(errno)))")
+                throw PushCredentialError.unreadable.with("\(setting): error reading \(path): \(String(cString: strerror(errno)))")
             }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
             if bytes.count > maximumBytes {
-                throw CredentialError.malformed.with("\(setting): \(path) is larger than 1 MiB: not a credential file")
+                throw PushCredentialError.malformed.with("\(setting): \(path) is larger than 1 MiB: not a credential file")
             }
         }
     }

@@ -4,9 +4,9 @@ import PushEnvelope
 /// The OAuth access token for FCM HTTP v1: an RS256 JWT assertion from the service account,
 /// exchanged at the token URI, cached until 60 seconds before it expires, refreshed single
 /// flight (concurrent callers share one exchange).
-public actor FCMAccessTokenProvider {
+package actor FCMAccessTokenProvider {
     /// The scope FCM HTTP v1 requires.
-    public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+    package static let scope = "https://www.googleapis.com/auth/firebase.messaging"
 
     private let account: FCMServiceAccount
     private let client: HTTPClient
@@ -14,7 +14,7 @@ public actor FCMAccessTokenProvider {
     private var cached: (token: String, expiresAt: Double)?
     private var inFlight: Task<String, any Error>?
     /// Exchanges performed (for tests and diagnostics).
-    public private(set) var exchangeCount = 0
+    package private(set) var exchangeCount = 0
 
     package init(account: FCMServiceAccount, client: HTTPClient, now: @escaping @Sendable () -> Double = WallClock.seconds) {
         self.account = account
@@ -23,7 +23,7 @@ public actor FCMAccessTokenProvider {
     }
 
     /// A valid access token, exchanging a new assertion when needed.
-    public func token() async throws(FCMAuthError) -> String {
+    package func token() async throws(FCMAuthError) -> String {
         if let cached, now() < cached.expiresAt - 60 { return cached.token }
         if let inFlight { return try await Self.await(inFlight) }
         let task = Task { try await self.exchange() }
@@ -33,7 +33,7 @@ public actor FCMAccessTokenProvider {
     }
 
     /// Forgets the cached token after FCM answered 401, so the next batch exchanges anew.
-    public func invalidate(_ token: String) {
+    package func invalidate(_ token: String) {
         if cached?.token == token { cached = nil }
     }
 
@@ -107,16 +107,16 @@ public actor FCMAccessTokenProvider {
 
 /// Why no FCM access token could be had. Carries Google's error code and description, never
 /// the assertion or a token.
-public struct FCMAuthError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public let status: Int?
+package struct FCMAuthError: Error, Sendable, CustomStringConvertible {
+    package let message: String
+    package let status: Int?
 
     init(message: String, status: Int? = nil) {
         self.message = message
         self.status = status
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 extension String {

@@ -14,27 +14,27 @@ public struct FCMServiceAccount: Sendable, CustomStringConvertible {
     let signingKey: JWTSigningKey
 
     /// Reads and checks the service-account JSON at `path`.
-    public init(contentsOfFile path: String) throws(CredentialError) {
+    public init(contentsOfFile path: String) throws(PushCredentialError) {
         let bytes = try JWTSigningKey.readFile(path, setting: "FCM_SERVICE_ACCOUNT_PATH")
         try self.init(json: bytes, source: "FCM_SERVICE_ACCOUNT_PATH (\(path))", path: path)
     }
 
     /// Parses service-account JSON held in memory.
-    public init(json bytes: [UInt8], source: String = "service account", path: String = "(in memory)") throws(CredentialError) {
+    public init(json bytes: [UInt8], source: String = "service account", path: String = "(in memory)") throws(PushCredentialError) {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
         } catch {
-            throw CredentialError.malformed.with("\(source) is not valid JSON (\(error.description)): download the key file again")
+            throw PushCredentialError.malformed.with("\(source) is not valid JSON (\(error.description)): download the key file again")
         }
         guard value.objectValue != nil else {
-            throw CredentialError.malformed.with("\(source) must be a JSON object (a Google service-account key file)")
+            throw PushCredentialError.malformed.with("\(source) must be a JSON object (a Google service-account key file)")
         }
         let required = ["project_id", "client_email", "private_key"]
         let object = value
         let missing = required.filter { (object[$0]?.stringValue ?? "").isEmpty }
         guard missing.isEmpty else {
-            throw CredentialError.missingFields.with("\(source) lacks \(missing.joined(separator: ", ")): use the key file of a service account")
+            throw PushCredentialError.missingFields.with("\(source) lacks \(missing.joined(separator: ", ")): use the key file of a service account")
         }
         let privateKey = object["private_key"]?.stringValue ?? ""
         self.signingKey = try JWTSigningKey(pem: Array(privateKey.utf8), algorithm: .rs256, source: source)
@@ -49,7 +49,7 @@ public struct FCMServiceAccount: Sendable, CustomStringConvertible {
                 _ = try HTTPBaseURL(tokenURI, cleartext: .never)
             } catch {
                 let shown = SafeText.sanitize(HTTPBaseURL.redactingPassword(tokenURI), limit: 120)
-                let code: CredentialError = error.message.hasPrefix("must use https") ? .insecure : .malformed
+                let code: PushCredentialError = error.message.hasPrefix("must use https") ? .insecure : .malformed
                 throw code.with("\(source): token_uri \"\(shown)\" \(error.message)")
             }
         }

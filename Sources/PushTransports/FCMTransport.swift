@@ -1,31 +1,32 @@
 package import PushHTTP
-public import PushEnvelope
+package import PushEnvelope
 
 /// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
 /// contract's payload in plaintext (the private direct path), to phones and watches.
-public struct FCMTransport: PushTransport {
-    public var name: String { "fcm" }
-    public let endpoint: String
-    public let projectId: String
-    public let accessTokens: FCMAccessTokenProvider
+package struct FCMTransport: PushTransport {
+    package var name: PushTransportName { .fcm }
+    package let endpoint: String
+    package let projectId: String
+    package let accessTokens: FCMAccessTokenProvider
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
 
     package init(
         endpoint: String = "https://fcm.googleapis.com", account: FCMServiceAccount, client: HTTPClient,
-        accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
-        concurrency: Int = 64
+        accessTokens: FCMAccessTokenProvider? = nil, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
+        concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.endpoint = endpoint.droppingTrailingSlashes
         self.projectId = account.projectId
         self.accessTokens = accessTokens ?? FCMAccessTokenProvider(account: account, client: client)
-        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.call = ProviderCall(
+            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .fcm))
         self.logger = logger
         self.concurrency = concurrency
     }
 
-    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
         guard !deliveries.isEmpty else { return [] }
         // One exchange for the batch: if Google refuses the service account, every device of
         // the batch fails with that one reason, and the exchange is not repeated per device.
@@ -34,7 +35,7 @@ public struct FCMTransport: PushTransport {
             accessToken = try await accessTokens.token()
         } catch {
             return deliveries.map { delivery in
-                let result = PushResult(outcome: .failed, reason: "oauth: \(error.message)", status: error.status, attempts: 0)
+                let result = PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0)
                 logger.log(delivery, transport: name, result)
                 return result
             }
@@ -58,7 +59,7 @@ public struct FCMTransport: PushTransport {
         return await call.perform([delivery], secrets: [accessToken], prepare: { Self.prepare($0, url: url, headers: headers) }) {
             response in
             ProviderCall.Verdict(classification: Self.classify(status: response.status, body: response.body))
-        }.first ?? .refused("no_result")
+        }.first ?? .refused(.noResult)
     }
 
     /// `{endpoint}/v1/projects/<project_id>/messages:send`, the project id percent-encoded: it
@@ -68,8 +69,8 @@ public struct FCMTransport: PushTransport {
     }
 
     static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
-        guard case .plaintext(let payload) = delivery.content else { return .refuse(.refused("fcm_requires_plaintext")) }
-        guard delivery.target != .ios else { return .refuse(.refused("fcm_requires_android_token")) }
+        guard case .plaintext(let payload) = delivery.content else { return .refuse(.refused(.fcmRequiresPlaintext)) }
+        guard delivery.target != .ios else { return .refuse(.refused(.fcmRequiresAndroidToken)) }
         return .send(
             HTTPRequest(
                 method: .post, url: url, headers: headers,
@@ -79,8 +80,8 @@ public struct FCMTransport: PushTransport {
     /// A data-only message: every value a string, no `notification`, no `collapse_key`.
     /// Wear adds `direct_boot_ok`, so a watch that rebooted can still show it. Written in the
     /// JavaScript hub's byte order: `message` as `token`, `data`, `android`; `data` in the
-    /// payload's insertion order (`NotificationPayload.jsonValue`).
-    public static func body(token: String, payload: NotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
+    /// payload's insertion order (`PushNotificationPayload.jsonValue`).
+    package static func body(token: String, payload: PushNotificationPayload, target: PushDelivery.Target, priority: PushPriority) -> [UInt8] {
         var android: [(key: String, value: JSONValue)] = [(key: "priority", value: .string(priority == .high ? "HIGH" : "NORMAL"))]
         if target == .wear { android.append((key: "direct_boot_ok", value: true)) }
         let message: JSONValue = ["message": ["token": .string(token), "data": payload.jsonValue, "android": .object(android)]]
@@ -92,7 +93,7 @@ public struct FCMTransport: PushTransport {
     /// "not a valid FCM registration token"). Any other `INVALID_ARGUMENT` is about our message:
     /// failed. A generic 404 (wrong project), 401/403, 429, 5xx → failed; 429, 500 and 503
     /// (`UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`) may be retried by a policy.
-    public static func classify(status: Int, body: [UInt8]) -> Classification {
+    package static func classify(status: Int, body: [UInt8]) -> Classification {
         let error = ProviderCall.jsonObject(body)?["error"]
         let googleStatus = error?["status"]?.stringValue
         let message = error?["message"]?.stringValue ?? ""
@@ -109,20 +110,20 @@ public struct FCMTransport: PushTransport {
                 }
             }
         }
-        let code = (fcmErrorCode ?? googleStatus).map(ProviderCall.code) ?? "http_\(status)"
-        let reason = message.isEmpty ? code : code + ": " + ProviderCall.excerpt(message)
+        let reason = (fcmErrorCode ?? googleStatus).map { PushDeliveryReason(rawValue: ProviderCall.code($0)) } ?? .http(status)
+        let detail = message.isEmpty ? nil : ProviderCall.excerpt(message)
         switch status {
         case 200...299:
             return Classification(outcome: .sent, reason: nil)
         case 404 where fcmErrorCode == "UNREGISTERED" || googleStatus == "UNREGISTERED":
-            return Classification(outcome: .invalid, reason: "UNREGISTERED")
+            return Classification(outcome: .invalid, reason: .fcmUnregistered)
         case 400 where (fcmErrorCode == "INVALID_ARGUMENT" || googleStatus == "INVALID_ARGUMENT")
             && (tokenFieldViolation || message.contains("not a valid FCM registration token")):
-            return Classification(outcome: .invalid, reason: "INVALID_ARGUMENT: invalid registration token")
+            return Classification(outcome: .invalid, reason: .fcmInvalidArgument, detail: "invalid registration token")
         case 429, 500, 503:
-            return Classification(outcome: .failed, reason: reason, retryable: true)
+            return Classification(outcome: .failed, reason: reason, detail: detail, retryable: true)
         default:
-            return Classification(outcome: .failed, reason: reason)
+            return Classification(outcome: .failed, reason: reason, detail: detail)
         }
     }
 }

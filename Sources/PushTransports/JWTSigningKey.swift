@@ -18,7 +18,7 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
 
     /// Parses a PEM private key (PKCS#8, as in an APNs .p8 file, or a traditional EC/RSA key).
     /// `source` names where it came from, for error messages.
-    init(pem: [UInt8], algorithm: Algorithm, source: String) throws(CredentialError) {
+    init(pem: [UInt8], algorithm: Algorithm, source: String) throws(PushCredentialError) {
         self.algorithm = algorithm
         // BIO_new_mem_buf does not copy: parse while the bytes are pinned.
         // Never OpenSSL's default password callback: it prompts on the terminal and blocks.
@@ -29,28 +29,28 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
             return .some(hapi_pem_read_private_key_no_prompt(bio, &passphraseAsked))
         }
         guard let readResult = parsedKey else {
-            throw CredentialError.malformed.with("\(source): out of memory reading the key")
+            throw PushCredentialError.malformed.with("\(source): out of memory reading the key")
         }
         guard let parsed = readResult else {
             ERR_clear_error()
             if passphraseAsked != 0 || Self.looksEncrypted(pem) {
-                throw CredentialError.encrypted.with(
+                throw PushCredentialError.encrypted.with(
                     "\(source): encrypted keys are not supported: export it without a passphrase (openssl pkcs8 -topk8 -nocrypt)")
             }
-            throw CredentialError.malformed.with("\(source) does not contain a PEM private key (expected a PKCS#8 PEM block, as in an APNs .p8 file)")
+            throw PushCredentialError.malformed.with("\(source) does not contain a PEM private key (expected a PKCS#8 PEM block, as in an APNs .p8 file)")
         }
         switch algorithm {
         case .es256:
             let curve = Self.groupName(parsed)
             guard EVP_PKEY_get_base_id(parsed) == EVP_PKEY_EC, curve == "prime256v1" || curve == "P-256" else {
                 EVP_PKEY_free(parsed)
-                throw CredentialError.wrongKeyType.with(
+                throw PushCredentialError.wrongKeyType.with(
                     "\(source) is not a P-256 (prime256v1) EC private key: APNs provider tokens need the .p8 key from the Apple developer portal")
             }
         case .rs256:
             guard EVP_PKEY_get_base_id(parsed) == EVP_PKEY_RSA, EVP_PKEY_get_bits(parsed) >= 2048 else {
                 EVP_PKEY_free(parsed)
-                throw CredentialError.wrongKeyType.with("\(source): private_key is not an RSA key of at least 2048 bits")
+                throw PushCredentialError.wrongKeyType.with("\(source): private_key is not an RSA key of at least 2048 bits")
             }
         }
         key = parsed
@@ -61,17 +61,17 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     var description: String { "JWTSigningKey(\(algorithm.rawValue), redacted)" }
 
     /// Signs `message` with SHA-256. ES256 returns the JOSE form: 64 bytes `r ‖ s`, not DER.
-    func sign(_ message: [UInt8]) throws(CredentialError) -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw CredentialError.signingFailed.with("out of memory while signing") }
+    func sign(_ message: [UInt8]) throws(PushCredentialError) -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw PushCredentialError.signingFailed.with("out of memory while signing") }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
             ERR_clear_error()
-            throw CredentialError.signingFailed.with("OpenSSL could not start a \(algorithm.rawValue) signature")
+            throw PushCredentialError.signingFailed.with("OpenSSL could not start a \(algorithm.rawValue) signature")
         }
         var length = 0
         guard message.withUnsafeBytes({ EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }) == 1 else {
             ERR_clear_error()
-            throw CredentialError.signingFailed.with("OpenSSL could not size a \(algorithm.rawValue) signature")
+            throw PushCredentialError.signingFailed.with("OpenSSL could not size a \(algorithm.rawValue) signature")
         }
         var signature = [UInt8](repeating: 0, count: length)
         let ok = signature.withUnsafeMutableBufferPointer { out in
@@ -79,7 +79,7 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
         }
         guard ok == 1 else {
             ERR_clear_error()
-            throw CredentialError.signingFailed.with("OpenSSL failed to produce a \(algorithm.rawValue) signature")
+            throw PushCredentialError.signingFailed.with("OpenSSL failed to produce a \(algorithm.rawValue) signature")
         }
         signature.removeLast(signature.count - length)
         switch algorithm {
@@ -89,23 +89,23 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// DER `ECDSA-Sig-Value` → fixed-width `r ‖ s` (32 bytes each), as RFC 7518 §3.4 requires.
-    static func joseSignature(fromDER der: [UInt8]) throws(CredentialError) -> [UInt8] {
+    static func joseSignature(fromDER der: [UInt8]) throws(PushCredentialError) -> [UInt8] {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
             return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
         }
-        guard let signature = parsed else { throw CredentialError.signingFailed.with("OpenSSL returned an unparsable ECDSA signature") }
+        guard let signature = parsed else { throw PushCredentialError.signingFailed.with("OpenSSL returned an unparsable ECDSA signature") }
         defer { ECDSA_SIG_free(signature) }
         var r: OpaquePointer?
         var s: OpaquePointer?
         ECDSA_SIG_get0(signature, &r, &s)
-        guard let r, let s else { throw CredentialError.signingFailed.with("ECDSA signature lacks r or s") }
+        guard let r, let s else { throw PushCredentialError.signingFailed.with("ECDSA signature lacks r or s") }
         var out = [UInt8](repeating: 0, count: 64)
         let written = out.withUnsafeMutableBufferPointer { buffer -> (Int32, Int32) in
             guard let base = buffer.baseAddress else { return (-1, -1) }
             return (BN_bn2binpad(r, base, 32), BN_bn2binpad(s, base + 32, 32))
         }
-        guard written == (32, 32) else { throw CredentialError.signingFailed.with("ECDSA signature component exceeds 32 bytes") }
+        guard written == (32, 32) else { throw PushCredentialError.signingFailed.with("ECDSA signature component exceeds 32 bytes") }
         return out
     }
 
@@ -127,7 +127,7 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Reads a credential file, naming it (and the setting that named it) on failure.
-    static func readFile(_ path: String, setting: String) throws(CredentialError) -> [UInt8] {
+    static func readFile(_ path: String, setting: String) throws(PushCredentialError) -> [UInt8] {
         try CredentialFile.read(path, setting: setting)
     }
 }

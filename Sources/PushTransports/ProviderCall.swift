@@ -6,8 +6,15 @@ import PushSync
 /// endpoint backoff, the retry policy, the mapping of network errors, and the latency.
 struct ProviderCall: Sendable {
     let client: HTTPClient
-    let policy: RetryPolicy
+    let policy: PushRetryPolicy
     let backoff: EndpointBackoff
+    /// `hapi_push_requests_in_flight{transport}`: requests handed to the client, not yet answered.
+    var inFlight: (any PushMeterHandler)? = nil
+
+    /// The meter this call counts its requests in, when there is a metrics sink.
+    static func inFlightMeter(_ metrics: (any PushMetricsFactory)?, transport: PushTransportName) -> (any PushMeterHandler)? {
+        metrics?.makeMeter(label: "hapi_push_requests_in_flight", dimensions: [("transport", transport.rawValue)])
+    }
 
     /// What a classifier returns: the verdict plus anything worth keeping from the answer.
     struct Verdict: Sendable {
@@ -18,7 +25,7 @@ struct ProviderCall: Sendable {
 
     /// Sends `request`, classifying each answer with `classify`, retrying per the policy.
     func perform(_ request: HTTPRequest, classify: @Sendable (HTTPResponse) -> Verdict) async -> PushResult {
-        await perform([request], classify: classify).first ?? PushResult(outcome: .failed, reason: "no_result")
+        await perform([request], classify: classify).first ?? PushResult(outcome: .failed, reason: .noResult)
     }
 
     /// Sends every request as one batch (one submission to the HTTP client, one suspension),
@@ -30,7 +37,7 @@ struct ProviderCall: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         if backoff.isBackingOff(now: start) {
-            return requests.map { _ in PushResult(outcome: .failed, reason: "endpoint_backoff", attempts: 0) }
+            return requests.map { _ in PushResult(outcome: .failed, reason: .endpointBackoff, attempts: 0) }
         }
         var results = [PushResult?](repeating: nil, count: requests.count)
         var todo = Array(requests.indices)
@@ -38,7 +45,9 @@ struct ProviderCall: Sendable {
         while !todo.isEmpty {
             attempt += 1
             let roundStart = clock.now
+            inFlight?.increment(by: Double(todo.count))
             let outcomes = await client.send(todo.map { requests[$0] })
+            inFlight?.decrement(by: Double(todo.count))
             var retry: [Int] = []
             var wait: Duration = .zero
             var reached = false
@@ -51,7 +60,7 @@ struct ProviderCall: Sendable {
                 case .success(let response):
                     reached = true
                     status = response.status
-                    retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
+                    retryAfter = PushRetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
                     verdict = classify(response)
                 case .failure(let error):
                     if error.isConnectFailure { connectFailed = true }
@@ -64,12 +73,12 @@ struct ProviderCall: Sendable {
                     retry.append(index)
                     wait = max(wait, delay)
                     results[index] = PushResult(
-                        outcome: verdict.classification.outcome, reason: verdict.classification.reason, status: status,
+                        outcome: verdict.classification.outcome, reason: verdict.classification.reason, detail: verdict.classification.detail, status: status,
                         latency: latency, attempts: attempt)
                     continue
                 }
                 results[index] = PushResult(
-                    outcome: verdict.classification.outcome, reason: verdict.classification.reason, status: status,
+                    outcome: verdict.classification.outcome, reason: verdict.classification.reason, detail: verdict.classification.detail, status: status,
                     latency: latency, apnsId: verdict.apnsId, invalidSince: verdict.invalidSince, attempts: attempt)
             }
             // One outage is one failure, however many requests it failed; any answer ends it.
@@ -83,7 +92,7 @@ struct ProviderCall: Sendable {
                 do { try await Task.sleep(for: wait) } catch { break }  // cancelled: keep the last answers
             }
         }
-        return results.map { $0 ?? PushResult(outcome: .failed, reason: "no_result") }
+        return results.map { $0 ?? PushResult(outcome: .failed, reason: .noResult) }
     }
 
     /// What a transport makes of one delivery before anything is sent: a request, or a local
@@ -118,33 +127,37 @@ struct ProviderCall: Sendable {
         }
         for (position, result) in zip(positions, await perform(requests, classify: classify)) {
             var result = result
+            let secrets = [deliveries[position].token] + secrets
             if let reason = result.reason {
-                let scrubbed = SafeText.sanitize(
-                    reason, limit: Int.max, redactingTokens: true, secrets: [deliveries[position].token] + secrets)
-                if scrubbed != reason { result.reason = scrubbed }
+                let scrubbed = SafeText.sanitize(reason.rawValue, limit: Int.max, redactingTokens: true, secrets: secrets)
+                if scrubbed != reason.rawValue { result.reason = PushDeliveryReason(rawValue: scrubbed) }
+            }
+            if let detail = result.detail {
+                let scrubbed = SafeText.sanitize(detail, limit: Int.max, redactingTokens: true, secrets: secrets)
+                if scrubbed != detail { result.detail = scrubbed }
             }
             results[position] = result
         }
-        return results.map { $0 ?? PushResult(outcome: .failed, reason: "no_result") }
+        return results.map { $0 ?? PushResult(outcome: .failed, reason: .noResult) }
     }
 
     /// A network failure is never a verdict on the token: always `failed`. Only failures that
     /// prove the request was not processed are retryable.
     static func classify(_ error: HTTPClientError) -> Classification {
         switch error.code {
-        case .dnsFailure: return Classification(outcome: .failed, reason: "dns_failure", retryable: true)
-        case .connectionRefused: return Classification(outcome: .failed, reason: "connection_refused", retryable: true)
-        case .tlsFailure: return Classification(outcome: .failed, reason: "tls_failure", retryable: true)
-        case .streamRefused: return Classification(outcome: .failed, reason: "stream_refused", retryable: true)
-        case .timeout: return Classification(outcome: .failed, reason: "timeout")
-        case .connectionLost: return Classification(outcome: .failed, reason: "connection_lost")
-        case .cancelled: return Classification(outcome: .failed, reason: "cancelled")
-        case .shutdown: return Classification(outcome: .failed, reason: "shutdown")
-        case .responseTooLarge: return Classification(outcome: .failed, reason: "response_too_large")
-        case .badResponse: return Classification(outcome: .failed, reason: "bad_response")
-        case .invalidRequest: return Classification(outcome: .failed, reason: "invalid_request")
-        case .invalidConfiguration: return Classification(outcome: .failed, reason: "invalid_configuration")
-        case .other: return Classification(outcome: .failed, reason: "network_error")
+        case .dnsFailure: return Classification(outcome: .failed, reason: .dnsFailure, retryable: true)
+        case .connectionRefused: return Classification(outcome: .failed, reason: .connectionRefused, retryable: true)
+        case .tlsFailure: return Classification(outcome: .failed, reason: .tlsFailure, retryable: true)
+        case .streamRefused: return Classification(outcome: .failed, reason: .streamRefused, retryable: true)
+        case .timeout: return Classification(outcome: .failed, reason: .timeout)
+        case .connectionLost: return Classification(outcome: .failed, reason: .connectionLost)
+        case .cancelled: return Classification(outcome: .failed, reason: .cancelled)
+        case .shutdown: return Classification(outcome: .failed, reason: .shutdown)
+        case .responseTooLarge: return Classification(outcome: .failed, reason: .responseTooLarge)
+        case .badResponse: return Classification(outcome: .failed, reason: .badResponse)
+        case .invalidRequest: return Classification(outcome: .failed, reason: .invalidRequest)
+        case .invalidConfiguration: return Classification(outcome: .failed, reason: .invalidConfiguration)
+        case .other: return Classification(outcome: .failed, reason: .networkError)
         }
     }
 

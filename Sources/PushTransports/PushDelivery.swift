@@ -1,11 +1,11 @@
-public import PushEnvelope
+package import PushEnvelope
 
 /// One notification for one device, as a transport needs it. The dispatcher builds these:
 /// it has already chosen the transport, sealed the envelope within the size cap (encrypted
 /// paths) or fitted the payload (direct FCM).
-public struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable {
+package struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable {
     /// The kind of device, as far as the wire format cares.
-    public enum Target: String, Sendable, Hashable {
+    package enum Target: String, Sendable, Hashable {
         /// An iPhone (APNs token, hex).
         case ios
         /// An Android phone (FCM token).
@@ -15,20 +15,20 @@ public struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable
     }
 
     /// What is carried: an envelope for the relay and APNs, the plaintext payload for direct FCM.
-    public enum Content: Sendable {
+    package enum Content: Sendable {
         case envelope(String)
-        case plaintext(NotificationPayload)
+        case plaintext(PushNotificationPayload)
     }
 
-    public var target: Target
+    package var target: Target
     /// The device token. A secret: logs carry `tokenHash`.
-    public var token: String
-    public var content: Content
+    package var token: String
+    package var content: Content
     /// `<type>-<sessionId>`: newer notifications of a session and type replace older ones on iOS.
-    public var collapseId: String
-    public var priority: PushPriority
+    package var collapseId: String
+    package var priority: PushPriority
 
-    public init(target: Target, token: String, content: Content, collapseId: String, priority: PushPriority = .high) {
+    package init(target: Target, token: String, content: Content, collapseId: String, priority: PushPriority = .high) {
         self.target = target
         self.token = token
         self.content = content
@@ -37,11 +37,11 @@ public struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable
     }
 
     /// The first 12 hex digits of the token's SHA-256, for logs.
-    public var tokenHash: String { TokenFingerprint.of(token) }
+    package var tokenHash: String { TokenFingerprint.of(token) }
 
     /// Shows the token fingerprint and the kind of content, never the token, the envelope or
     /// the plaintext.
-    public var description: String {
+    package var description: String {
         let kind: String
         switch content {
         case .envelope(let envelope): kind = "envelope(\(envelope.utf8.count) bytes)"
@@ -50,11 +50,11 @@ public struct PushDelivery: Sendable, CustomStringConvertible, CustomReflectable
         return "PushDelivery(target: \(target.rawValue), token: \(tokenHash)…, content: \(kind), collapseId: \(collapseId), priority: \(priority.rawValue))"
     }
 
-    public var customMirror: Mirror { Mirror(self, children: ["description": description], displayStyle: .struct) }
+    package var customMirror: Mirror { Mirror(self, children: ["description": description], displayStyle: .struct) }
 }
 
 /// Delivery priority: 10 (deliver now, wakes the device) or 5 (power-friendly).
-public enum PushPriority: Int, Sendable, Hashable {
+package enum PushPriority: Int, Sendable, Hashable {
     case high = 10
     case normal = 5
 }

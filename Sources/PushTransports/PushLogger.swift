@@ -15,31 +15,44 @@ extension PushLogger {
 /// One line per push: platform, transport, token fingerprint, outcome, reason, milliseconds.
 public struct PushLogRecord: Sendable, Equatable, CustomStringConvertible {
     public var platform: String
-    public var transport: String
+    public var transport: PushTransportName
     /// First 12 hex digits of the token's SHA-256.
     public var tokenHash: String
-    public var outcome: DeliveryOutcome
-    public var reason: String?
+    public var outcome: PushDeliveryOutcome
+    public var reason: PushDeliveryReason?
+    /// What the reason's name does not say (a provider's message), sanitized.
+    public var detail: String?
     public var status: Int?
     public var milliseconds: Int
+    /// Set on the dispatcher's second record for a dead token whose registration could not be
+    /// removed: why, sanitized.
+    public var pruneFailure: String?
 
     public init(
-        platform: String, transport: String, tokenHash: String, outcome: DeliveryOutcome, reason: String?, status: Int?, milliseconds: Int
+        platform: String, transport: PushTransportName, tokenHash: String, outcome: PushDeliveryOutcome, reason: PushDeliveryReason?,
+        detail: String? = nil, status: Int?, milliseconds: Int, pruneFailure: String? = nil
     ) {
         self.platform = platform
         self.transport = transport
         self.tokenHash = tokenHash
         self.outcome = outcome
         self.reason = reason
+        self.detail = detail
         self.status = status
         self.milliseconds = milliseconds
+        self.pruneFailure = pruneFailure
     }
+
+    /// The reason with its detail, as the log line prints it.
+    public var reasonText: String? { reason.map { $0.text(detail: detail) } }
 
     public var description: String {
         var line = "push platform=\(platform) transport=\(transport) token=\(tokenHash) outcome=\(outcome.rawValue)"
         if let status { line += " status=\(status)" }
-        if let reason { line += " reason=\(reason)" }
-        return line + " ms=\(milliseconds)"
+        if let reason { line += " reason=\(reason.text(detail: detail))" }
+        line += " ms=\(milliseconds)"
+        if let pruneFailure { line += " prune_failed=\(pruneFailure)" }
+        return line
     }
 }
 
@@ -51,12 +64,12 @@ public struct SilentPushLogger: PushLogger {
 }
 
 extension PushLogger {
-    func log(_ delivery: PushDelivery, transport: String, _ result: PushResult) {
+    func log(_ delivery: PushDelivery, transport: PushTransportName, _ result: PushResult) {
         guard isEnabled else { return }
         let milliseconds = Int(result.latency.components.seconds * 1000 + result.latency.components.attoseconds / 1_000_000_000_000_000)
         log(
             PushLogRecord(
                 platform: delivery.target.rawValue, transport: transport, tokenHash: delivery.tokenHash, outcome: result.outcome,
-                reason: result.reason, status: result.status, milliseconds: milliseconds))
+                reason: result.reason, detail: result.detail, status: result.status, milliseconds: milliseconds))
     }
 }

@@ -1,7 +1,7 @@
 /// What one send came to. Misreading a blip as `invalid` would unregister a live phone, so
 /// `invalid` is reserved for answers that say the token is dead, and everything else is
 /// `failed`.
-public enum DeliveryOutcome: String, Sendable, Hashable {
+public enum PushDeliveryOutcome: String, Sendable, Hashable {
     /// Accepted by the provider (not a handset receipt).
     case sent
     /// The provider says the token is dead: the dispatcher prunes it.
@@ -11,29 +11,32 @@ public enum DeliveryOutcome: String, Sendable, Hashable {
 }
 
 /// The per-device answer of a transport.
-public struct PushResult: Sendable, Equatable {
-    public var outcome: DeliveryOutcome
+package struct PushResult: Sendable, Equatable {
+    package var outcome: PushDeliveryOutcome
     /// Why: the provider's reason or code (`BadDeviceToken`, `UNREGISTERED`, `rate_limited`),
     /// a network error (`timeout`), or ours (`too_large`). Nil when sent with nothing to say.
-    public var reason: String?
+    package var reason: PushDeliveryReason?
+    /// What the reason's name does not say (a provider's message, the OAuth error), sanitized.
+    package var detail: String?
     /// The HTTP status of the last answer, nil when none arrived.
-    public var status: Int?
+    package var status: Int?
     /// Wall time from first byte sent to classification, retries included.
-    public var latency: Duration
+    package var latency: Duration
     /// APNs' `apns-id` of an accepted push.
-    public var apnsId: String?
+    package var apnsId: String?
     /// For APNs 410: when Apple says the token stopped being valid (ms since 1970). A
     /// registration refreshed after that moment is not pruned.
-    public var invalidSince: Int64?
+    package var invalidSince: Int64?
     /// How many HTTP attempts were made (1 without retries).
-    public var attempts: Int
+    package var attempts: Int
 
-    public init(
-        outcome: DeliveryOutcome, reason: String? = nil, status: Int? = nil, latency: Duration = .zero, apnsId: String? = nil,
-        invalidSince: Int64? = nil, attempts: Int = 1
+    package init(
+        outcome: PushDeliveryOutcome, reason: PushDeliveryReason? = nil, detail: String? = nil, status: Int? = nil, latency: Duration = .zero,
+        apnsId: String? = nil, invalidSince: Int64? = nil, attempts: Int = 1
     ) {
         self.outcome = outcome
         self.reason = reason
+        self.detail = detail
         self.status = status
         self.latency = latency
         self.apnsId = apnsId
@@ -41,24 +44,33 @@ public struct PushResult: Sendable, Equatable {
         self.attempts = attempts
     }
 
+    /// The reason and its detail as one line (`NOT_FOUND: Requested entity was not found.`).
+    package var reasonText: String? { reason.map { $0.text(detail: detail) } }
+
     /// Failed before any request was made (e.g. `too_large`, a credential problem).
-    static func refused(_ reason: String) -> PushResult {
-        PushResult(outcome: .failed, reason: reason, attempts: 0)
+    static func refused(_ reason: PushDeliveryReason, detail: String? = nil) -> PushResult {
+        PushResult(outcome: .failed, reason: reason, detail: detail, attempts: 0)
     }
 }
 
 /// A classified answer before timing is attached: the pure part, shared by the transports,
 /// their tests and the fuzz targets.
-public struct Classification: Sendable, Equatable {
-    public var outcome: DeliveryOutcome
-    public var reason: String?
+package struct Classification: Sendable, Equatable {
+    package var outcome: PushDeliveryOutcome
+    package var reason: PushDeliveryReason?
+    /// A provider's message, sanitized.
+    package var detail: String?
     /// Whether a retry policy may try again (429, 5xx, UNAVAILABLE): never for a dead token
     /// or a malformed request.
-    public var retryable: Bool
+    package var retryable: Bool
 
-    public init(outcome: DeliveryOutcome, reason: String?, retryable: Bool = false) {
+    package init(outcome: PushDeliveryOutcome, reason: PushDeliveryReason?, detail: String? = nil, retryable: Bool = false) {
         self.outcome = outcome
         self.reason = reason
+        self.detail = detail
         self.retryable = retryable
     }
+
+    /// The reason and its detail as one line, as reports print it.
+    package var reasonText: String? { reason.map { $0.text(detail: detail) } }
 }

@@ -6,9 +6,9 @@
 /// A batch, not single sends, so per-batch work happens once: the APNs provider token and the
 /// FCM access token are fetched once, and an OAuth failure fails the batch once instead of once
 /// per device.
-public protocol PushTransport: Sendable {
+package protocol PushTransport: Sendable {
     /// `relay`, `apns` or `fcm`: what reports and logs call it.
-    var name: String { get }
+    var name: PushTransportName { get }
     func send(_ deliveries: [PushDelivery]) async -> [PushResult]
 }
 

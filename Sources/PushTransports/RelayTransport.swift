@@ -4,10 +4,10 @@ import PushEnvelope
 /// The official (or a self-hosted) push relay: `POST {relayUrl}/v1/push` with the encrypted
 /// envelope. Serves iOS and Android phones; the relay holds the provider credentials and sees
 /// only ciphertext.
-public struct RelayTransport: PushTransport {
-    public var name: String { "relay" }
+package struct RelayTransport: PushTransport {
+    package var name: PushTransportName { .relay }
     /// The relay base URL without trailing slashes.
-    public let baseURL: String
+    package let baseURL: String
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
@@ -18,16 +18,17 @@ public struct RelayTransport: PushTransport {
     ///   - retryPolicy: retries of 429/5xx; none by default.
     ///   - concurrency: sends in flight at once for one batch.
     package init(
-        baseURL: String, client: HTTPClient, retryPolicy: RetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
-        concurrency: Int = 64
+        baseURL: String, client: HTTPClient, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
+        concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.baseURL = baseURL.droppingTrailingSlashes
-        self.call = ProviderCall(client: client, policy: retryPolicy, backoff: EndpointBackoff())
+        self.call = ProviderCall(
+            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .relay))
         self.logger = logger
         self.concurrency = concurrency
     }
 
-    public func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
         let url = baseURL + "/v1/push"
         let headers: HTTPHeaders = ["content-type": "application/json"]
         return await inChunks(deliveries, concurrency: concurrency) { [call, logger, name] chunk in
@@ -40,16 +41,16 @@ public struct RelayTransport: PushTransport {
     }
 
     func send(_ delivery: PushDelivery) async -> PushResult {
-        await send([delivery]).first ?? .refused("no_result")
+        await send([delivery]).first ?? .refused(.noResult)
     }
 
     static func prepare(_ delivery: PushDelivery, url: String, headers: HTTPHeaders) -> ProviderCall.Prepared {
         guard case .envelope(let envelope) = delivery.content else {
-            return .refuse(.refused("relay_requires_envelope"))
+            return .refuse(.refused(.relayRequiresEnvelope))
         }
         // The relay refuses larger envelopes with 413; refusing here saves the round trip.
-        guard envelope.utf8.count <= PushEnvelope.maximumEnvelopeLength else { return .refuse(.refused("too_large")) }
-        guard let body = body(for: delivery, envelope: envelope) else { return .refuse(.refused("wear_relay_unsupported")) }
+        guard envelope.utf8.count <= PushEnvelopeCipher.maximumEnvelopeLength else { return .refuse(.refused(.tooLarge)) }
+        guard let body = body(for: delivery, envelope: envelope) else { return .refuse(.refused(.wearRelayUnsupported)) }
         return .send(HTTPRequest(method: .post, url: url, headers: headers, body: body))
     }
 
@@ -81,21 +82,21 @@ public struct RelayTransport: PushTransport {
     /// 2xx → sent; 410 with code `unregistered` → invalid; everything else → failed, keeping
     /// the relay's `code` and message. A 410 without that code (a proxy's "Gone", say) is not
     /// proof of a dead token: failed. 429 and 5xx (but 501) may be retried by a policy.
-    public static func classify(status: Int, body: [UInt8]) -> Classification {
+    package static func classify(status: Int, body: [UInt8]) -> Classification {
         let object = ProviderCall.jsonObject(body)
         let code = object?["code"]?.stringValue
         let message = object?["message"]?.stringValue ?? object?["error"]?.stringValue
-        var reason = code.map(ProviderCall.code) ?? "http_\(status)"
-        if let message, !message.isEmpty { reason += ": " + ProviderCall.excerpt(message) }
+        let reason = code.map { PushDeliveryReason(rawValue: ProviderCall.code($0)) } ?? .http(status)
+        let detail = message.flatMap { $0.isEmpty ? nil : ProviderCall.excerpt($0) }
         switch status {
         case 200...299:
             return Classification(outcome: .sent, reason: nil)
         case 410 where code == "unregistered":
-            return Classification(outcome: .invalid, reason: "unregistered")
+            return Classification(outcome: .invalid, reason: .unregistered)
         case 429, 500...599:
-            return Classification(outcome: .failed, reason: reason, retryable: status != 501)
+            return Classification(outcome: .failed, reason: reason, detail: detail, retryable: status != 501)
         default:
-            return Classification(outcome: .failed, reason: reason)
+            return Classification(outcome: .failed, reason: reason, detail: detail)
         }
     }
 }

@@ -4,6 +4,7 @@ import CHapiSQLite
 import Foundation
 import PushLoopbackServer
 import PushHTTP
+import PushEnvelope
 import PushNative
 import PushSync
 import PushRelay
@@ -37,7 +38,7 @@ func rawAESGCM(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8]) -> Int32 {
     var length: Int32 = 0
     var tag = [UInt8](repeating: 0, count: 16)
     EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce)
-    EVP_EncryptUpdate(ctx, nil, &length, PushEnvelope.associatedData, Int32(PushEnvelope.associatedData.count))
+    EVP_EncryptUpdate(ctx, nil, &length, PushEnvelopeCipher.associatedData, Int32(PushEnvelopeCipher.associatedData.count))
     EVP_EncryptUpdate(ctx, &out, &length, plaintext, Int32(plaintext.count))
     EVP_EncryptFinal_ex(ctx, &out, &length)
     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag)
@@ -46,7 +47,7 @@ func rawAESGCM(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8]) -> Int32 {
 
 func benchEnvelope() throws {
     let key = try PushKey.generate()
-    let payload = NotificationPayload(
+    let payload = PushNotificationPayload(
         type: .permissionRequest, sessionId: "0d5c1a9e-5f7e-4d8b-9a55-3f1f7d2c8b11", sessionName: "claude - hapi",
         url: "/sessions/0d5c1a9e-5f7e-4d8b-9a55-3f1f7d2c8b11", requestId: "toolu_01HXYZ",
         title: "Permission request", body: "Bash: swift test --parallel (in /home/dev/hapi)", severity: .warning)
@@ -55,10 +56,10 @@ func benchEnvelope() throws {
     print("== Envelope (typical payload, \(plaintext.count)-byte plaintext) ==")
     var sink = 0
     let reference = measure { sink &+= Int(rawAESGCM(plaintext, key: key.rawBytes, nonce: nonce)) }
-    let sealOnly = try measure { sink &+= try PushEnvelope.seal(plaintext, key: key).utf8.count }
-    let composeAndSeal = try measure { sink &+= try PushEnvelope.seal(payload.canonicalJSON, key: key).utf8.count }
-    let envelope = try PushEnvelope.seal(plaintext, key: key)
-    let open = try measure { sink &+= try PushEnvelope.open(envelope, key: key).count }
+    let sealOnly = try measure { sink &+= try PushEnvelopeCipher.seal(plaintext, key: key).utf8.count }
+    let composeAndSeal = try measure { sink &+= try PushEnvelopeCipher.seal(payload.canonicalJSON, key: key).utf8.count }
+    let envelope = try PushEnvelopeCipher.seal(plaintext, key: key)
+    let open = try measure { sink &+= try PushEnvelopeCipher.open(envelope, key: key).count }
     print("raw OpenSSL AES-256-GCM (reference) \(format(reference))")
     print("seal (random nonce + base64)        \(format(sealOnly))   ratio \(String(format: "%.2f", sealOnly / reference))")
     print("canonical JSON + seal               \(format(composeAndSeal))   ratio \(String(format: "%.2f", composeAndSeal / reference))")
@@ -108,10 +109,10 @@ func benchRegistry() async throws {
     let count = 100_000
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-bench-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let store = try SQLiteDeviceStore(directory: directory)
+    let store = try SQLitePushDeviceStore(directory: directory)
     let key = try PushKey.generate().base64
     let requests = try (0..<count).map { i in
-        try RegistrationRequest(
+        try PushRegistrationRequest(
             namespace: "ns-\(i % 1000)", platform: i % 3 == 0 ? "ios" : "phone", deviceId: "device-\(i)",
             token: i % 3 == 0 ? Digest.hex(Digest.sha256(Array("\(i)".utf8))) : "fcm-token-\(i)", pushKey: i % 3 == 0 || i % 2 == 0 ? key : nil)
     }
@@ -186,7 +187,7 @@ final class RawPostgres {
 }
 
 /// The same statements the store runs for one registration, one transaction each.
-func rawPostgresUpserts(_ raw: RawPostgres, requests: ArraySlice<RegistrationRequest>) -> Double {
+func rawPostgresUpserts(_ raw: RawPostgres, requests: ArraySlice<PushRegistrationRequest>) -> Double {
     seconds {
         for (i, request) in zip(requests.indices, requests) {
             raw.exec("BEGIN")
@@ -203,16 +204,16 @@ func benchPostgres() async throws {
     defer { server.stop() }
     let key = try PushKey.generate().base64
     let count = 20_000
-    func requests(_ prefix: String) throws -> [RegistrationRequest] {
+    func requests(_ prefix: String) throws -> [PushRegistrationRequest] {
         try (0..<count).map { i in
-            try RegistrationRequest(
+            try PushRegistrationRequest(
                 namespace: "ns-\(i % 1000)", platform: i % 3 == 0 ? "ios" : "phone", deviceId: "\(prefix)-device-\(i)",
                 token: i % 3 == 0 ? Digest.hex(Digest.sha256(Array("\(prefix)\(i)".utf8))) : "\(prefix)-fcm-token-\(i)",
                 pushKey: i % 3 == 0 || i % 2 == 0 ? key : nil)
         }
     }
-    let store = try await PostgresDeviceStore.open(configuration: try .init(url: server.url, tableName: "bench_devices"))
-    _ = try await PostgresDeviceStore.open(configuration: try .init(url: server.url, tableName: "raw_devices"))  // same schema
+    let store = try await PostgresPushDeviceStore.open(configuration: try .init(url: server.url, tableName: "bench_devices"))
+    _ = try await PostgresPushDeviceStore.open(configuration: try .init(url: server.url, tableName: "raw_devices"))  // same schema
     guard let raw = RawPostgres(url: server.url) else { throw CancellationError() }
     let t = "\"raw_devices\""
     raw.prepare("evict", "DELETE FROM \(t) WHERE token = $1 AND NOT (namespace = $2 AND device_id = $3 AND platform = $4)")
@@ -349,15 +350,15 @@ func benchDispatch() async throws {
     defer { providers.stop() }
     print("\n== Dispatch to 1,000 iOS devices (seal + send + classify), loopback stand-ins ==")
     let key = try PushKey.generate()
-    let store = InMemoryDeviceStore()
+    let store = InMemoryPushDeviceStore()
     for i in 0..<1000 {
         let token = Digest.hex(Digest.sha256(Array("device-\(i)".utf8)))
-        _ = store.upsert(try RegistrationRequest(namespace: "bench", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
+        _ = store.upsert(try PushRegistrationRequest(namespace: "bench", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
     }
-    let payload = NotificationComposer.permissionRequest(
+    let payload = PushNotificationComposer.permissionRequest(
         .init(id: "0d5c1a9e-5f7e-4d8b-9a55-3f1f7d2c8b11", agent: "Claude", project: "hapi"), requestId: "toolu_01HXYZ", toolName: "Bash",
         detail: "swift test --parallel")
-    let envelope = try PushEnvelope.seal(payload.canonicalJSON, key: key)
+    let envelope = try PushEnvelopeCipher.seal(payload.canonicalJSON, key: key)
     for (mode, server, sample) in [
         ("apns", providers.apns, Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"\#(envelope)"}}"#.utf8)),
         ("relay", providers.relay, Array(#"{"platform":"ios","token":"\#(String(repeating: "a", count: 64))","envelope":"\#(envelope)","collapseId":"permission-request-x","priority":10}"#.utf8)),
@@ -410,12 +411,12 @@ func benchSendMemory() async throws {
     let providers = try LoopbackProviders()
     defer { providers.stop() }
     let directory = providers.directory + "/hub"
-    let store = try SQLiteDeviceStore(directory: directory)
+    let store = try SQLitePushDeviceStore(directory: directory)
     let key = try PushKey.generate().base64
     for i in 0..<10_000 {
         let token = Digest.hex(Digest.sha256(Array("rss-device-\(i)".utf8)))
-        _ = try await (store as any DeviceStore).upsert(
-            RegistrationRequest(namespace: "load", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key), now: Int64(i))
+        _ = try await (store as any PushDeviceStore).upsert(
+            PushRegistrationRequest(namespace: "load", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key), now: Int64(i))
     }
     var environment = ProcessInfo.processInfo.environment
     for (name, value) in providers.environment(iosMode: "apns", androidMode: "off", dataDirectory: directory) { environment[name] = value }

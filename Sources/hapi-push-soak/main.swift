@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PushLoopbackServer
+import PushEnvelope
 import PushNative
 import PushSync
 import PushTestSupport
@@ -151,8 +152,8 @@ struct Device: Sendable {
     let token: String
     let key: String?
 
-    func request() throws -> RegistrationRequest {
-        try RegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: key)
+    func request() throws -> PushRegistrationRequest {
+        try PushRegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: key)
     }
 }
 
@@ -224,12 +225,12 @@ func run(_ options: Options) async throws -> Int32 {
                 })))
 
     let directory = providers.directory + "/hub"
-    let store = try SQLiteDeviceStore(directory: directory)
+    let store = try SQLitePushDeviceStore(directory: directory)
     let timeout = Duration.milliseconds(options.timeoutMilliseconds)
     func hub(ios: String, android: String) throws -> NativePush {
         let environment = providers.environment(iosMode: ios, androidMode: android, dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
-        return try NativePush(configuration: configuration, store: store, requestTimeout: timeout)
+        return try NativePush(configuration: configuration, store: store, runtime: NativePush.Configuration(timeouts: .init(request: timeout)))
     }
     let direct = try hub(ios: "apns", android: "fcm")
     let relay = try hub(ios: "relay", android: "relay")
@@ -255,7 +256,7 @@ func run(_ options: Options) async throws -> Int32 {
     print("soak: \(options.rounds) rounds × \(devices.count) devices (\(options.rounds * devices.count) device-sends), request timeout \(options.timeoutMilliseconds) ms")
 
     for round in 0..<options.rounds {
-        let payload = NotificationPayload(
+        let payload = PushNotificationPayload(
             type: round % 3 == 0 ? .permissionRequest : .ready, sessionId: "s-\(round % 7)", url: "/sessions/s-\(round % 7)",
             requestId: round % 3 == 0 ? "req-\(round)" : nil, title: "Claude is ready", body: "Round \(round)")
         let roundStart = clock.now
@@ -267,9 +268,9 @@ func run(_ options: Options) async throws -> Int32 {
         for (namespace, report) in reports {
             for delivery in report.deliveries {
                 outcomes[delivery.outcome.rawValue, default: 0] += 1
-                transports[delivery.transport, default: 0] += 1
+                transports[delivery.transport.rawValue, default: 0] += 1
                 if delivery.outcome == .failed {
-                    let reason = (delivery.reason ?? "nil").split(separator: ":").first.map(String.init) ?? "nil"
+                    let reason = (delivery.reasonText ?? "nil").split(separator: ":").first.map(String.init) ?? "nil"
                     failureReasons[reason, default: 0] += 1
                 }
                 if delivery.outcome == .invalid && !delivery.pruned { invalidUnpruned += 1 }

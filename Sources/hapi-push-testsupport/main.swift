@@ -1,5 +1,6 @@
 import CHapiSQLite
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// Child processes for the test suite: a second writer on the same SQLite file, and a writer
@@ -40,9 +41,9 @@ case "registry-writer":
     else { fail("usage: registry-writer --path FILE --namespace NS --count N --prefix P [--ack]") }
     let acknowledgeEach = arguments.contains("--ack")
     do {
-        let store = try SQLiteDeviceStore(configuration: .init(path: path))
+        let store = try SQLitePushDeviceStore(configuration: .init(path: path))
         for index in 0..<count {
-            let request = try RegistrationRequest(
+            let request = try PushRegistrationRequest(
                 namespace: namespace, platform: "phone", deviceId: "\(prefix)-\(index)", token: "\(prefix)-token-\(index)", pushKey: nil)
             _ = try await store.upsert(request, now: Int64(index))
             if acknowledgeEach {
@@ -96,7 +97,7 @@ case "registry-writer-postgres":
     let shared = argument("--shared", in: arguments).flatMap(Int.init) ?? 0
     let tasks = argument("--tasks", in: arguments).flatMap(Int.init) ?? 4
     do {
-        let store = try await PostgresDeviceStore.open(configuration: try .init(url: url, tableName: table, maximumConnections: tasks))
+        let store = try await PostgresPushDeviceStore.open(configuration: try .init(url: url, tableName: table, maximumConnections: tasks))
         acknowledge("ready")
         _ = readLine()
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -104,7 +105,7 @@ case "registry-writer-postgres":
                 group.addTask {
                     for index in stride(from: task, to: count, by: tasks) {
                         let token = index < shared ? "shared-token-\(index)" : "\(prefix)-token-\(index)"
-                        let request = try RegistrationRequest(
+                        let request = try PushRegistrationRequest(
                             namespace: "\(prefix)-ns-\(index % 7)", platform: "phone", deviceId: "\(prefix)-\(index)", token: token, pushKey: nil)
                         _ = try await store.upsert(request, now: Int64(index))
                     }
@@ -112,7 +113,7 @@ case "registry-writer-postgres":
             }
             try await group.waitForAll()
         }
-        acknowledge("ok \(count) retries \(PostgresDeviceStore.conflictRetries)")
+        acknowledge("ok \(count) retries \(PostgresPushDeviceStore.conflictRetries)")
     } catch {
         fail("\(error)")
     }

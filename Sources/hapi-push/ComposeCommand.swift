@@ -1,3 +1,4 @@
+import PushEnvelope
 import PushNative
 
 /// `hapi-push compose --event FILE|-`: what the hub would seal for an iOS device after one
@@ -40,7 +41,7 @@ enum ComposeCommand {
     }
 
     /// The payload the hub would send for `event`, or nil when it would send nothing.
-    static func compose(_ event: JSONValue) throws(UsageError) -> NotificationPayload? {
+    static func compose(_ event: JSONValue) throws(UsageError) -> PushNotificationPayload? {
         guard event.objectValue != nil else { throw UsageError("the event must be a JSON object, not \(event.typeName)") }
         guard case .string(let kind)? = event["event"], ["ready", "permission", "task", "input"].contains(kind) else {
             throw UsageError(#"event must be "ready", "permission", "task" or "input""#)
@@ -51,9 +52,9 @@ enum ComposeCommand {
         if kind == "task", content == nil { throw UsageError("content is required for a task event (a message-received content)") }
         guard session.active else { return nil }
         switch kind {
-        case "ready": return NotificationComposer.ready(for: session, messages: messages)
-        case "task": return NotificationComposer.taskNotification(for: session, content: content ?? .null)
-        default: return NotificationComposer.pendingRequest(for: session)
+        case "ready": return PushNotificationComposer.ready(for: session, messages: messages)
+        case "task": return PushNotificationComposer.taskNotification(for: session, content: content ?? .null)
+        default: return PushNotificationComposer.pendingRequest(for: session)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PushNative
+import PushEnvelope
 
 /// `hapi-push devices register|unregister|list`: the registry by hand. Never prints a push
 /// key or a whole token: tokens appear as the first 12 hex digits of their SHA-256.
@@ -12,7 +13,7 @@ enum DevicesCommand {
           hapi-push [--data-dir DIR] devices list --namespace NS [--json]
 
         The registry is PostgreSQL when HAPI_PUSH_DATABASE_URL (or settings.json "pushDatabaseUrl") is set,
-        else DIR/\(SQLiteDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
+        else DIR/\(SQLitePushDeviceStore.defaultFileName) (DIR defaults to $HAPI_HOME, else ~/.hapi).
         list --json prints an array of {namespace, deviceId, platform, tokenHash, hasPushKey, createdAt, updatedAt};
         tokenHash is the first 12 hex digits of the token's SHA-256. Push keys are never printed.
         Validation failures exit 2 and name every failing field.
@@ -32,9 +33,9 @@ enum DevicesCommand {
             }
             let (namespace, platform) = (try args.required("namespace"), try args.required("platform"))
             let (deviceId, token) = (try args.required("device-id"), try args.required("token"))
-            let request: RegistrationRequest
+            let request: PushRegistrationRequest
             do {
-                request = try RegistrationRequest(
+                request = try PushRegistrationRequest(
                     namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: args.value("push-key"))
             } catch {
                 let lines = error.formErrors.map { "  \($0)" } + error.orderedFieldErrors.flatMap { entry in
@@ -42,7 +43,7 @@ enum DevicesCommand {
                 }
                 throw UsageError(lines: ["invalid registration:"] + lines)
             }
-            let registry = DeviceRegistry(store: try await openStore(dataDirectory))
+            let registry = PushDeviceRegistry(store: try await openStore(dataDirectory))
             let stored = try await registry.register(request)
             print(
                 "registered \(stored.platform) device \(Terminal.line(stored.deviceId)) in namespace \(Terminal.line(stored.namespace)) (token \(stored.tokenHash))")
@@ -53,7 +54,7 @@ enum DevicesCommand {
             let namespace = try args.required("namespace")
             let token = try args.required("token")
             guard !token.isEmpty else { throw UsageError("--token must not be empty") }
-            let removed = try await DeviceRegistry(store: try await openStore(dataDirectory)).unregister(namespace: namespace, token: token)
+            let removed = try await PushDeviceRegistry(store: try await openStore(dataDirectory)).unregister(namespace: namespace, token: token)
             print(
                 removed
                     ? "unregistered token \(TokenFingerprint.of(token))"
@@ -99,12 +100,12 @@ enum DevicesCommand {
         let namespace = try args.required("namespace")
         let body = try InputFile.read(path, option: "request")
         do {
-            _ = try DeviceRegistry.decodeRegistration(namespace: namespace, body: body)
+            _ = try PushDeviceRegistry.decodeRegistration(namespace: namespace, body: body)
         } catch {
             print(Terminal.jsonText(error.responseBody))
             return ExitCode.usage.rawValue
         }
-        let answer = await DeviceRegistry(store: try await openStore(dataDirectory)).handleRegister(namespace: namespace, body: body)
+        let answer = await PushDeviceRegistry(store: try await openStore(dataDirectory)).handleRegister(namespace: namespace, body: body)
         print(Terminal.jsonText(answer.body))
         switch answer.status {
         case 200: return ExitCode.success.rawValue
@@ -114,7 +115,7 @@ enum DevicesCommand {
     }
 
     /// The registry the hub would use: HAPI_PUSH_DATABASE_URL, else SQLite in the data directory.
-    static func openStore(_ dataDirectory: String?) async throws -> any DeviceStore {
+    static func openStore(_ dataDirectory: String?) async throws -> any PushDeviceStore {
         let environment = ProcessInfo.processInfo.environment
         guard let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment) else {
             throw UsageError("no data directory: pass --data-dir DIR or set HAPI_HOME or HOME")

@@ -1,4 +1,5 @@
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// `hapi-push envelope seal|open`: the envelope by hand, for checking interop with a device.
@@ -52,9 +53,9 @@ enum EnvelopeCommand {
             guard nonceHex.utf8.count == 24, let nonce = Digest.bytes(fromHex: nonceHex) else {
                 throw UsageError("--nonce-hex must be exactly 24 hex digits (12 bytes)")
             }
-            envelope = try PushEnvelope.seal(plaintext, key: key, testVectorNonce: nonce)
+            envelope = try PushEnvelopeCipher.seal(plaintext, key: key, testVectorNonce: nonce)
         } else {
-            envelope = try PushEnvelope.seal(plaintext, key: key)
+            envelope = try PushEnvelopeCipher.seal(plaintext, key: key)
         }
         print(envelope)
         return ExitCode.success.rawValue
@@ -82,7 +83,7 @@ enum EnvelopeCommand {
         let envelope = try args.required("envelope")
         let plaintext: [UInt8]
         do {
-            plaintext = try PushEnvelope.open(envelope, key: key)
+            plaintext = try PushEnvelopeCipher.open(envelope, key: key)
         } catch {
             throw UsageError("--envelope: \(error.message)")
         }

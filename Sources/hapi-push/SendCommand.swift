@@ -1,4 +1,5 @@
 import Foundation
+import PushEnvelope
 import PushNative
 
 /// `hapi-push send`: one dispatch with the configured transports, as the hub would do it.
@@ -41,22 +42,22 @@ enum SendCommand {
                 throw UsageError("--notify-summary must be JSON: \(error.description)")
             }
         }
-        let payload = NotificationPayload(
-            type: NotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"),
+        let payload = PushNotificationPayload(
+            type: PushNotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"),
             url: args.value("url") ?? "/sessions/\(sessionId)", requestId: args.value("request-id"), title: try args.required("title"),
-            body: try args.required("body"), severity: args.value("severity").map(Severity.init(rawValue:)), notifySummary: summary)
+            body: try args.required("body"), severity: args.value("severity").map(PushNotificationSeverity.init(rawValue:)), notifySummary: summary)
 
         let push: NativePush
         do {
             push = try await NativePush.start(dataDirectory: dataDirectory)
-        } catch let error as SettingsFileError {
+        } catch let error as PushSettingsFileError {
             throw CommandFailure(error.message)
-        } catch let error as DeviceStoreError {
+        } catch let error as PushDeviceStoreError {
             throw CommandFailure(error.message)
         } catch {
             throw CommandFailure("\(error)")
         }
-        let report: DispatchReport
+        let report: PushDispatchReport
         do {
             report = try await push.dispatch(payload, namespace: namespace)
         } catch {
@@ -77,7 +78,7 @@ enum SendCommand {
     }
 
     /// One line per device, then the decision.
-    static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil) -> String {
+    static func render(_ report: PushDispatchReport, configuration: PushConfiguration? = nil) -> String {
         var lines: [String] = []
         render(report, configuration: configuration) { lines.append($0) }
         return lines.joined(separator: "\n")
@@ -85,16 +86,16 @@ enum SendCommand {
 
     /// The same lines, handed out one at a time (a send to 100,000 devices prints as it goes
     /// instead of building one string).
-    static func render(_ report: DispatchReport, configuration: PushConfiguration? = nil, line emit: (String) -> Void) {
+    static func render(_ report: PushDispatchReport, configuration: PushConfiguration? = nil, line emit: (String) -> Void) {
         if let configuration {
             emit("transports: ios=\(configuration.ios.transport.name) android=\(configuration.android.transport.name)")
         }
         if report.deliveries.isEmpty { emit("no native devices registered in this namespace") }
         for delivery in report.deliveries {
             var line = "  " + pad(delivery.platform.rawValue, 6) + pad(Terminal.line(delivery.deviceId), 14) + " token " + delivery.tokenHash + "  "
-                + pad(Terminal.line(delivery.transport), 6) + pad(delivery.outcome.rawValue, 8)
+                + pad(Terminal.line(delivery.transport.rawValue), 6) + pad(delivery.outcome.rawValue, 8)
             if let status = delivery.status { line += " HTTP \(status)" }
-            if let reason = delivery.reason { line += " (\(Terminal.line(reason)))" }
+            if let reason = delivery.reasonText { line += " (\(Terminal.line(reason)))" }
             if let payload = delivery.payload, payload != .full { line += " payload=\(payload.rawValue)" }
             if delivery.pruned { line += " → pruned" }
             if delivery.outcome != .skipped { line += " \(delivery.latencyMilliseconds) ms" }

@@ -56,7 +56,7 @@ func runCommand(_ allArguments: [String]) async -> Int32 {
         case "devices":
             return try await DevicesCommand.run(rest, dataDirectory: dataDirectory)
         case "demo":
-            return try await DemoCommand.run(rest)
+            return try DemoCommand.run(rest)
         default:
             throw UsageError("unknown command '\(command)'; run 'hapi-push --help'")
         }

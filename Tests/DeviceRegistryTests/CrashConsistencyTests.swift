@@ -39,7 +39,7 @@ import Testing
             #expect(rows.count == present.count, "duplicate device ids")
         }
         // The store opens the survivor normally and can keep writing.
-        let store = try SQLiteDeviceStore(configuration: .init(path: path))
+        let store = try SQLitePushDeviceStore(configuration: .init(path: path))
         _ = try await store.upsert(try request(deviceId: "after-crashes", token: "after-crashes-token"), now: 1)
         #expect(try await store.devices(namespace: "ns", platforms: nil).count >= acknowledged.count + 1)
         print("crash-consistency registry: \(Self.rounds) kills, \(acknowledged.count) acknowledged rows all present\n  " + log.joined(separator: "\n  "))

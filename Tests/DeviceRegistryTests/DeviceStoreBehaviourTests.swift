@@ -3,7 +3,7 @@ import Testing
 @testable import DeviceRegistry
 @testable import PushEnvelope
 
-/// What every `DeviceStore` must do, run against SQLite, PostgreSQL and in-memory alike.
+/// What every `PushDeviceStore` must do, run against SQLite, PostgreSQL and in-memory alike.
 @Suite struct DeviceStoreBehaviourTests {
     @Test(arguments: StoreKind.allCases)
     func upsertInsertsThenReplacesKeepingCreatedAt(_ kind: StoreKind) async throws {

@@ -96,7 +96,7 @@ import Testing
 
     @Test("§3.3 register answers", arguments: cases)
     func registerAnswers(_ example: Case) async {
-        let answer = await DeviceRegistry(store: InMemoryDeviceStore()).handleRegister(namespace: "ns", body: example.body)
+        let answer = await PushDeviceRegistry(store: InMemoryPushDeviceStore()).handleRegister(namespace: "ns", body: example.body)
         #expect(answer.body == example.answer, "\(example.name)")
         #expect(answer.status == (example.answer == #"{"ok":true}"# ? 200 : 400))
     }
@@ -120,9 +120,9 @@ import Testing
 
     @Test("§3.2 ios pushKey acceptance and canonical storage", arguments: keys)
     func iosPushKeys(_ key: String, _ stored: String?) async throws {
-        let store = InMemoryDeviceStore()
+        let store = InMemoryPushDeviceStore()
         let body = JSONValue.object([("token", .string(iosToken)), ("platform", "ios"), ("deviceId", "d"), ("pushKey", .string(key))]).canonicalBytes
-        let answer = await DeviceRegistry(store: store).handleRegister(namespace: "ns", body: body)
+        let answer = await PushDeviceRegistry(store: store).handleRegister(namespace: "ns", body: body)
         if let stored {
             #expect(answer == .ok, "\(key)")
             #expect(store.devices(namespace: "ns", platforms: nil).first?.pushKey?.base64 == stored)
@@ -134,7 +134,7 @@ import Testing
     @Test("§3.2 deviceId is 1–128 UTF-16 units of any characters") func deviceIdLengths() async {
         for (deviceId, accepted) in [(String(repeating: "😀", count: 64), true), (String(repeating: "😀", count: 65), false), ("a\u{0}b", true)] {
             let body = JSONValue.object([("token", "t"), ("platform", "phone"), ("deviceId", .string(deviceId))]).canonicalBytes
-            let answer = await DeviceRegistry(store: InMemoryDeviceStore()).handleRegister(namespace: "ns", body: body)
+            let answer = await PushDeviceRegistry(store: InMemoryPushDeviceStore()).handleRegister(namespace: "ns", body: body)
             #expect((answer.status == 200) == accepted)
         }
     }
@@ -156,7 +156,7 @@ import Testing
             (#"{"token":"t","platform":"phone","deviceId":"d","pushKey":""}"#, "pushKey", "base64 of exactly 32 bytes"),
         ])
     func stricterRules(_ body: String, _ field: String, _ message: String) async throws {
-        let answer = await DeviceRegistry(store: InMemoryDeviceStore()).handleRegister(namespace: "ns", body: Array(body.utf8))
+        let answer = await PushDeviceRegistry(store: InMemoryPushDeviceStore()).handleRegister(namespace: "ns", body: Array(body.utf8))
         #expect(answer.status == 400)
         #expect(answer.body.hasPrefix(Self.prefix + #""fieldErrors":{""# + field + #"":[""#), "\(answer.body)")
         #expect(answer.body.contains(message), "\(answer.body)")
@@ -166,8 +166,8 @@ import Testing
     }
 
     @Test("§3.2 phone keys are stored canonical, wear keys ignored (SPEC WINS)") func phoneAndWearKeys() async throws {
-        let store = InMemoryDeviceStore()
-        let registry = DeviceRegistry(store: store)
+        let store = InMemoryPushDeviceStore()
+        let registry = PushDeviceRegistry(store: store)
         let unpadded = String(Self.key09.dropLast())
         #expect(await registry.handleRegister(namespace: "ns", body: Array(#"{"token":"p","platform":"phone","deviceId":"p","pushKey":"\#(unpadded)"}"#.utf8)) == .ok)
         #expect(await registry.handleRegister(namespace: "ns", body: Array(#"{"token":"w","platform":"wear","deviceId":"w","pushKey":"junk"}"#.utf8)) == .ok)
@@ -177,8 +177,8 @@ import Testing
     }
 
     @Test("§3.4 a token moves across namespaces; ios tokens are stored lowercase (deliberate)") func tokenMoves() async throws {
-        let store = InMemoryDeviceStore()
-        let registry = DeviceRegistry(store: store, now: { 1_787_400_000_000 })
+        let store = InMemoryPushDeviceStore()
+        let registry = PushDeviceRegistry(store: store, now: { 1_787_400_000_000 })
         let upper = iosToken.uppercased()
         let body = #"{"token":"\#(upper)","platform":"ios","deviceId":"d","pushKey":"\#(Self.key09)"}"#
         #expect(await registry.handleRegister(namespace: "a", body: Array(body.utf8)) == .ok)
@@ -202,14 +202,14 @@ import Testing
 
     @Test("§3.5 unregister answers", arguments: unregisterCases)
     func unregisterAnswers(_ example: Case) async {
-        let answer = await DeviceRegistry(store: InMemoryDeviceStore()).handleUnregister(namespace: "ns", body: example.body)
+        let answer = await PushDeviceRegistry(store: InMemoryPushDeviceStore()).handleUnregister(namespace: "ns", body: example.body)
         #expect(answer.body == example.answer, "\(example.name)")
         #expect(answer.status == (example.answer == #"{"ok":true}"# ? 200 : 400))
     }
 
     @Test("§3.5 unregister removes the namespace's rows holding the token, and only those") func unregisterScope() async throws {
-        let store = InMemoryDeviceStore()
-        let registry = DeviceRegistry(store: store)
+        let store = InMemoryPushDeviceStore()
+        let registry = PushDeviceRegistry(store: store)
         _ = await registry.handleRegister(namespace: "ns", body: Array(#"{"token":"t1","platform":"phone","deviceId":"p"}"#.utf8))
         _ = await registry.handleRegister(namespace: "other", body: Array(#"{"token":"t2","platform":"phone","deviceId":"p"}"#.utf8))
         #expect(await registry.handleUnregister(namespace: "ns", body: Array(#"{"token":"t2"}"#.utf8)) == .ok)
@@ -220,7 +220,7 @@ import Testing
 
     @Test("typed input names every problem at once") func typedInputReportsEverything() {
         do {
-            _ = try RegistrationRequest(namespace: "", platform: "ios", deviceId: "", token: "zz", pushKey: nil)
+            _ = try PushRegistrationRequest(namespace: "", platform: "ios", deviceId: "", token: "zz", pushKey: nil)
             Issue.record("accepted")
         } catch {
             #expect(error.orderedFieldErrors.map(\.field) == ["deviceId", "pushKey", "namespace", "token"])

@@ -14,7 +14,7 @@ import Testing
 @Suite struct PostgresDeviceStoreTests {
     @Test func createsTheHubLayoutWithMillisecondBigintsAndAUniqueTokenIndex() async throws {
         let configuration = try freshPostgresTable()
-        let store = try await PostgresDeviceStore.open(configuration: configuration)
+        let store = try await PostgresPushDeviceStore.open(configuration: configuration)
         _ = try await store.upsert(try request(token: "t"), now: 1_787_400_000_000)
         let server = try PostgresTestServer.shared()
         let table = configuration.tableName
@@ -30,7 +30,7 @@ import Testing
                 "INSERT INTO \(table) (namespace, token, platform, device_id, created_at, updated_at) VALUES ('other', 't', 'phone', 'x', 1, 1)")
         }
         // Opening again (another hub process) finds it and changes nothing.
-        let again = try await PostgresDeviceStore.open(configuration: configuration)
+        let again = try await PostgresPushDeviceStore.open(configuration: configuration)
         #expect(try await again.devices(namespace: "ns").map(\.token) == ["t"])
     }
 
@@ -47,7 +47,7 @@ import Testing
               ('ns', 'dup', 'phone', 'old', 1, 1), ('ns', 'dup', 'phone', 'new', 2, 2), ('ns', 'solo', 'wear', 'w', 3, 3),
               ('ns', 'legacy', 'android', 'weird', 4, 4);
             """)
-        let store = try await PostgresDeviceStore.open(configuration: configuration)
+        let store = try await PostgresPushDeviceStore.open(configuration: configuration)
         // The newest holder of a duplicated token wins, as the next registration would decide;
         // a platform we cannot reach is skipped, not fatal.
         #expect(try await store.devices(namespace: "ns").map(\.deviceId) == ["w", "new"])
@@ -65,7 +65,7 @@ import Testing
               device_id TEXT NOT NULL, push_key TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
               UNIQUE (namespace, device_id, platform))
             """)
-        let store = try await PostgresDeviceStore.open(configuration: configuration)
+        let store = try await PostgresPushDeviceStore.open(configuration: configuration)
         _ = try await store.upsert(try request(token: "a"), now: 1)
         _ = try await store.upsert(try request(deviceId: "d2", token: "b"), now: 2)
         #expect(try await store.devices(namespace: "ns").count == 2)
@@ -76,9 +76,9 @@ import Testing
         let server = try PostgresTestServer.shared()
         let missing = try freshPostgresTable()
         try await server.psqlAsync("CREATE TABLE \(missing.tableName) (id BIGSERIAL PRIMARY KEY, token TEXT)")
-        await #expect(throws: DeviceStoreError.incompatibleSchema) { try await PostgresDeviceStore.open(configuration: missing) }
+        await #expect(throws: PushDeviceStoreError.incompatibleSchema) { try await PostgresPushDeviceStore.open(configuration: missing) }
         do {
-            _ = try await PostgresDeviceStore.open(configuration: missing)
+            _ = try await PostgresPushDeviceStore.open(configuration: missing)
         } catch {
             #expect(error.message.contains("namespace"))
         }
@@ -88,26 +88,26 @@ import Testing
             CREATE TABLE \(seconds.tableName) (id BIGSERIAL PRIMARY KEY, namespace TEXT, token TEXT, platform TEXT, device_id TEXT,
               push_key TEXT, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ, UNIQUE (namespace, device_id, platform))
             """)
-        await #expect(throws: DeviceStoreError.incompatibleSchema) { try await PostgresDeviceStore.open(configuration: seconds) }
+        await #expect(throws: PushDeviceStoreError.incompatibleSchema) { try await PostgresPushDeviceStore.open(configuration: seconds) }
         let noKey = try freshPostgresTable()
         try await server.psqlAsync(
             """
             CREATE TABLE \(noKey.tableName) (id BIGSERIAL PRIMARY KEY, namespace TEXT, token TEXT, platform TEXT, device_id TEXT,
               push_key TEXT, created_at BIGINT, updated_at BIGINT)
             """)
-        await #expect(throws: DeviceStoreError.incompatibleSchema) { try await PostgresDeviceStore.open(configuration: noKey) }
+        await #expect(throws: PushDeviceStoreError.incompatibleSchema) { try await PostgresPushDeviceStore.open(configuration: noKey) }
         for name in ["", "fcm devices", "x\"; DROP TABLE y; --", "1abc"] {
-            let bad = try PostgresDeviceStore.Configuration(url: server.url, tableName: name)
-            await #expect(throws: DeviceStoreError.invalidTableName) { try await PostgresDeviceStore.open(configuration: bad) }
+            let bad = try PostgresPushDeviceStore.Configuration(url: server.url, tableName: name)
+            await #expect(throws: PushDeviceStoreError.invalidTableName) { try await PostgresPushDeviceStore.open(configuration: bad) }
         }
     }
 
     @Test func checksURLsAndNeverShowsThePassword() async throws {
         for url in ["mysql://u:p@h/db", "host=localhost password=secret", "", "https://x"] {
-            #expect(throws: DeviceStoreError.invalidDatabaseURL) { try PostgresDeviceStore.Configuration(url: url) }
+            #expect(throws: PushDeviceStoreError.invalidDatabaseURL) { try PostgresPushDeviceStore.Configuration(url: url) }
         }
-        #expect(throws: DeviceStoreError.invalidDatabaseURL) { try PostgresDeviceStore.Configuration(url: "postgresql://h/db?bogus_option=1") }
-        let configuration = try PostgresDeviceStore.Configuration(url: "postgresql://hub:s3cret-pass@db.example:5433/hapi?sslmode=require&password=other-secret")
+        #expect(throws: PushDeviceStoreError.invalidDatabaseURL) { try PostgresPushDeviceStore.Configuration(url: "postgresql://h/db?bogus_option=1") }
+        let configuration = try PostgresPushDeviceStore.Configuration(url: "postgresql://hub:s3cret-pass@db.example:5433/hapi?sslmode=require&password=other-secret")
         #expect(configuration.redactedURL == "postgresql://hub:***@db.example:5433/hapi?sslmode=require&password=***")
         for shown in ["\(configuration)", String(reflecting: configuration), "\(Mirror(reflecting: configuration).children.map { "\($0.value)" })"] {
             #expect(!shown.contains("s3cret-pass") && !shown.contains("other-secret"), "\(shown)")
@@ -115,23 +115,23 @@ import Testing
 
         // A wrong password and an unreachable server: typed errors naming the server, never the password.
         let server = try PostgresTestServer.shared()
-        let wrong = try PostgresDeviceStore.Configuration(url: "postgresql://\(server.user):wrong-password-123@127.0.0.1:\(server.port)/postgres")
+        let wrong = try PostgresPushDeviceStore.Configuration(url: "postgresql://\(server.user):wrong-password-123@127.0.0.1:\(server.port)/postgres")
         do {
-            _ = try await PostgresDeviceStore.open(configuration: wrong)
+            _ = try await PostgresPushDeviceStore.open(configuration: wrong)
             Issue.record("a wrong password was accepted")
         } catch {
             #expect(error == .unavailable || error == .cannotOpen, "\(error)")
             #expect(error.message.contains("127.0.0.1") && !error.message.contains("wrong-password-123"), "\(error.message)")
         }
-        let down = try PostgresDeviceStore.Configuration(url: "postgresql://u:secret-xyz@127.0.0.1:\(try TestServerFiles.freePort())/db", connectTimeoutSeconds: 2)
-        await #expect(throws: DeviceStoreError.unavailable) { try await PostgresDeviceStore.open(configuration: down) }
+        let down = try PostgresPushDeviceStore.Configuration(url: "postgresql://u:secret-xyz@127.0.0.1:\(try TestServerFiles.freePort())/db", connectTimeoutSeconds: 2)
+        await #expect(throws: PushDeviceStoreError.unavailable) { try await PostgresPushDeviceStore.open(configuration: down) }
     }
 
     @Test func aStatementHeldUpByALockFailsAsBusyAfterTheStatementTimeout() async throws {
         let server = try PostgresTestServer.shared()
         var configuration = try freshPostgresTable()
         configuration.statementTimeoutMilliseconds = 300
-        let store = try await PostgresDeviceStore.open(configuration: configuration)
+        let store = try await PostgresPushDeviceStore.open(configuration: configuration)
         _ = try await store.upsert(try request(token: "t"), now: 1)
         // Another session holds the table locked for longer than the timeout.
         let holder = Process()
@@ -151,8 +151,8 @@ import Testing
             if locks.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        await #expect(throws: DeviceStoreError.busy) { try await store.upsert(try request(deviceId: "d2", token: "t2"), now: 2) }
-        await #expect(throws: DeviceStoreError.busy) { try await store.devices(namespace: "ns") }
+        await #expect(throws: PushDeviceStoreError.busy) { try await store.upsert(try request(deviceId: "d2", token: "t2"), now: 2) }
+        await #expect(throws: PushDeviceStoreError.busy) { try await store.devices(namespace: "ns") }
     }
 
     /// Two hub processes register 5,000 devices each into one table at once; 500 tokens are
@@ -160,7 +160,7 @@ import Testing
     @Test func twoHubProcessesRegisteringAtOnceLoseNothingAndNeverShareAToken() async throws {
         let server = try PostgresTestServer.shared()
         let configuration = try freshPostgresTable(maximumConnections: 2)
-        _ = try await PostgresDeviceStore.open(configuration: configuration)
+        _ = try await PostgresPushDeviceStore.open(configuration: configuration)
         let count = 5000
         let shared = 500
         let writer = builtExecutable("hapi-push-testsupport")
@@ -186,8 +186,8 @@ import Testing
         }
         #expect(reports.count == 2, "\(reports)")
 
-        let store = try await PostgresDeviceStore.open(configuration: configuration)
-        var rows: [DeviceRegistration] = []
+        let store = try await PostgresPushDeviceStore.open(configuration: configuration)
+        var rows: [PushDeviceRegistration] = []
         for prefix in ["a", "b"] {
             for bucket in 0..<7 {
                 let namespace = "\(prefix)-ns-\(bucket)"

@@ -12,11 +12,11 @@ import Testing
     @Test func aRegistrationBurstSurvivesAServerCrashAndRestart() async throws {
         let server = try await PostgresTestServer.start()
         defer { server.stop() }
-        let configuration = try PostgresDeviceStore.Configuration(url: server.url, tableName: "burst", connectTimeoutSeconds: 2)
-        let store = try await PostgresDeviceStore.open(configuration: configuration)
+        let configuration = try PostgresPushDeviceStore.Configuration(url: server.url, tableName: "burst", connectTimeoutSeconds: 2)
+        let store = try await PostgresPushDeviceStore.open(configuration: configuration)
 
         let acknowledged = Locked<Set<String>>([])
-        let failures = Locked<[DeviceStoreError]>([])
+        let failures = Locked<[PushDeviceStoreError]>([])
         let restarted = Locked(false)
         let afterRestart = Locked(0)
         let burst = Task {
@@ -32,7 +32,7 @@ import Testing
                                 _ = try await store.upsert(try request(deviceId: id, token: "token-\(id)"), now: Int64(index))
                                 acknowledged.withLock { _ = $0.insert(id) }
                                 if restarted.withLock({ $0 }) { afterRestart.withLock { $0 += 1 } }
-                            } catch let error as DeviceStoreError {
+                            } catch let error as PushDeviceStoreError {
                                 failures.withLock { $0.append(error) }
                                 try await Task.sleep(for: .milliseconds(20))
                             }
@@ -63,7 +63,7 @@ import Testing
     @Test func idleConnectionsAreReplacedAfterARestartWithoutFailingTheNextCall() async throws {
         let server = try await PostgresTestServer.start()
         defer { server.stop() }
-        let store = try await PostgresDeviceStore.open(
+        let store = try await PostgresPushDeviceStore.open(
             configuration: try .init(url: server.url, tableName: "idle", maximumConnections: 2, connectTimeoutSeconds: 2))
         _ = try await store.upsert(try request(token: "t1"), now: 1)
         _ = try await store.devices(namespace: "ns")

@@ -6,7 +6,7 @@ import Testing
 @Suite struct RegistrationValidationTests {
     func errors(_ platform: String, deviceId: String = "d", token: String = "tok", key: String? = nil) -> [String: [String]] {
         do {
-            _ = try RegistrationRequest(namespace: "ns", platform: platform, deviceId: deviceId, token: token, pushKey: key)
+            _ = try PushRegistrationRequest(namespace: "ns", platform: platform, deviceId: deviceId, token: token, pushKey: key)
             return [:]
         } catch {
             return error.fieldErrors
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func iosTokensAreStoredLowercase() throws {
-        let request = try RegistrationRequest(namespace: "ns", platform: "ios", deviceId: "d", token: "ABCDEF0123456789", pushKey: keyA)
+        let request = try PushRegistrationRequest(namespace: "ns", platform: "ios", deviceId: "d", token: "ABCDEF0123456789", pushKey: keyA)
         #expect(request.token == "abcdef0123456789")
     }
 
@@ -57,7 +57,7 @@ import Testing
         #expect(errors("phone", token: "tök")["token"] != nil)
         #expect(errors("phone", token: "a b")["token"] != nil)
         #expect(errors("phone", token: "dGVzdA:APA91b-_~!").isEmpty)
-        let request = try RegistrationRequest(namespace: "ns", platform: "phone", deviceId: "d", token: "AbC", pushKey: nil)
+        let request = try PushRegistrationRequest(namespace: "ns", platform: "phone", deviceId: "d", token: "AbC", pushKey: nil)
         #expect(request.token == "AbC")
     }
 
@@ -83,9 +83,9 @@ import Testing
 }
 
 @Suite struct RegistryEntryPointTests {
-    func registry() -> DeviceRegistry { DeviceRegistry(store: InMemoryDeviceStore(), now: { 42 }) }
+    func registry() -> PushDeviceRegistry { PushDeviceRegistry(store: InMemoryPushDeviceStore(), now: { 42 }) }
 
-    func register(_ body: String) async -> DeviceRegistry.Answer {
+    func register(_ body: String) async -> PushDeviceRegistry.Answer {
         await registry().handleRegister(namespace: "ns", body: Array(body.utf8))
     }
 
@@ -150,7 +150,7 @@ import Testing
     }
 
     @Test func descriptionsNeverShowTokensOrKeys() throws {
-        let registration = DeviceRegistration(
+        let registration = PushDeviceRegistration(
             namespace: "ns", deviceId: "d", platform: .ios, token: iosToken, pushKey: try PushKey(base64: keyA), createdAt: 1, updatedAt: 2)
         for text in [registration.description, "\(registration)", String(reflecting: registration)] {
             #expect(!text.contains(iosToken))
@@ -163,7 +163,7 @@ import Testing
     @Test func aKelvinSignKeyIsNotPushKey() async {
         // The JavaScript hub sees no "pushKey" here, so neither do we.
         let body = "{\"token\":\"\(iosToken)\",\"platform\":\"ios\",\"deviceId\":\"d\",\"push\u{212A}ey\":\"\(keyA)\"}"
-        let answer = await DeviceRegistry(store: InMemoryDeviceStore()).handleRegister(namespace: "ns", body: Array(body.utf8))
+        let answer = await PushDeviceRegistry(store: InMemoryPushDeviceStore()).handleRegister(namespace: "ns", body: Array(body.utf8))
         #expect(answer.status == 400)
         #expect(answer.body.contains("requires pushKey"))
     }

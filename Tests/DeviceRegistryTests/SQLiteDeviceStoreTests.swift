@@ -8,10 +8,10 @@ import Testing
     @Test func persistsAcrossReopen() async throws {
         let dir = TemporaryDirectory()
         do {
-            let store = try SQLiteDeviceStore(directory: dir.path)
+            let store = try SQLitePushDeviceStore(directory: dir.path)
             _ = try await store.upsert(try request(platform: "ios", token: iosToken, key: keyA), now: 7)
         }
-        let reopened = try SQLiteDeviceStore(directory: dir.path)
+        let reopened = try SQLitePushDeviceStore(directory: dir.path)
         let devices = try await reopened.devices(namespace: "ns", platforms: nil)
         #expect(devices.count == 1)
         #expect(devices.first?.pushKey?.base64 == keyA)
@@ -21,10 +21,10 @@ import Testing
     @Test func createsOwnerOnlyFileAndDirectories() async throws {
         let dir = TemporaryDirectory()
         let nested = dir.path + "/a/b"
-        let store = try SQLiteDeviceStore(directory: nested)
+        let store = try SQLitePushDeviceStore(directory: nested)
         _ = try await store.upsert(try request(), now: 1)
         let fm = FileManager.default
-        let filePermissions = try fm.attributesOfItem(atPath: nested + "/" + SQLiteDeviceStore.defaultFileName)[.posixPermissions] as? Int
+        let filePermissions = try fm.attributesOfItem(atPath: nested + "/" + SQLitePushDeviceStore.defaultFileName)[.posixPermissions] as? Int
         #expect(filePermissions == 0o600)
         for directory in [dir.path + "/a", nested] {
             #expect(try fm.attributesOfItem(atPath: directory)[.posixPermissions] as? Int == 0o700, "\(directory)")
@@ -37,21 +37,21 @@ import Testing
 
     @Test func usesWALAndVersionsTheSchema() throws {
         let dir = TemporaryDirectory()
-        let store = try SQLiteDeviceStore(directory: dir.path)
+        let store = try SQLitePushDeviceStore(directory: dir.path)
         _ = store
-        let check = try SQLiteConnection(path: dir.file(SQLiteDeviceStore.defaultFileName), busyTimeoutMilliseconds: 1000)
+        let check = try SQLiteConnection(path: dir.file(SQLitePushDeviceStore.defaultFileName), busyTimeoutMilliseconds: 1000)
         #expect(try check.query("PRAGMA journal_mode").first?.first?.text == "wal")
-        #expect(try check.query("PRAGMA user_version").first?.first?.integer == SQLiteDeviceStore.schemaVersion)
+        #expect(try check.query("PRAGMA user_version").first?.first?.integer == SQLitePushDeviceStore.schemaVersion)
         let columns = try check.query("SELECT name FROM pragma_table_info('fcm_devices')").compactMap { $0.first?.text }
         #expect(columns == ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"])
     }
 
     @Test func concurrentRegistrationsCommitTogetherAndOneFailureTakesNoOtherWithIt() async throws {
         let dir = TemporaryDirectory()
-        let store = try SQLiteDeviceStore(directory: dir.path)
+        let store = try SQLitePushDeviceStore(directory: dir.path)
         do {
             // A row the database itself refuses, to fail one registration inside a shared transaction.
-            let side = try SQLiteConnection(path: dir.file(SQLiteDeviceStore.defaultFileName), busyTimeoutMilliseconds: 5000)
+            let side = try SQLiteConnection(path: dir.file(SQLitePushDeviceStore.defaultFileName), busyTimeoutMilliseconds: 5000)
             try side.execute(
                 "CREATE TRIGGER poison BEFORE INSERT ON fcm_devices WHEN NEW.device_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END")
         }
@@ -79,7 +79,7 @@ import Testing
 
     @Test func listingIsOneScanOfACoveringIndexAndVersionOneDatabasesGainIt() async throws {
         let dir = TemporaryDirectory()
-        let path = dir.file(SQLiteDeviceStore.defaultFileName)
+        let path = dir.file(SQLitePushDeviceStore.defaultFileName)
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: path, contents: nil))
         do {
@@ -96,7 +96,7 @@ import Testing
                 PRAGMA user_version = 1;
                 """)
         }
-        let store = try SQLiteDeviceStore(directory: dir.path)
+        let store = try SQLitePushDeviceStore(directory: dir.path)
         #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["b", "a"])
         let check = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
         #expect(try check.query("PRAGMA user_version").first?.first?.integer == 2)
@@ -112,10 +112,10 @@ import Testing
         let path = dir.file("garbage.sqlite3")
         let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         try garbage.write(to: URL(fileURLWithPath: path))
-        #expect(throws: DeviceStoreError.notADatabase) { try SQLiteDeviceStore(configuration: .init(path: path)) }
+        #expect(throws: PushDeviceStoreError.notADatabase) { try SQLitePushDeviceStore(configuration: .init(path: path)) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
         do {
-            _ = try SQLiteDeviceStore(configuration: .init(path: path))
+            _ = try SQLitePushDeviceStore(configuration: .init(path: path))
         } catch {
             #expect(error.message.contains(path))
             #expect(error.message.contains("left untouched"))
@@ -130,9 +130,9 @@ import Testing
             let db = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 100)
             try db.execute("CREATE TABLE fcm_devices (id INTEGER PRIMARY KEY, token TEXT)")
         }
-        #expect(throws: DeviceStoreError.incompatibleSchema) { try SQLiteDeviceStore(configuration: .init(path: path)) }
+        #expect(throws: PushDeviceStoreError.incompatibleSchema) { try SQLitePushDeviceStore(configuration: .init(path: path)) }
         do {
-            _ = try SQLiteDeviceStore(configuration: .init(path: path))
+            _ = try SQLitePushDeviceStore(configuration: .init(path: path))
         } catch {
             #expect(error.message.contains("namespace"))
         }
@@ -142,7 +142,7 @@ import Testing
             try db.execute(
                 "CREATE TABLE t2 (id TEXT, namespace TEXT, token TEXT, platform TEXT, device_id TEXT, push_key TEXT, created_at INTEGER, updated_at INTEGER)")
         }
-        #expect(throws: DeviceStoreError.incompatibleSchema) { try SQLiteDeviceStore(configuration: .init(path: path, tableName: "t2")) }
+        #expect(throws: PushDeviceStoreError.incompatibleSchema) { try SQLitePushDeviceStore(configuration: .init(path: path, tableName: "t2")) }
     }
 
     @Test func adoptsAnExistingHubTableWithIntegerIds() async throws {
@@ -163,7 +163,7 @@ import Testing
                   VALUES ('ns', 'legacy', 'android', 'weird', NULL, 6, 6);
                 """)
         }
-        let store = try SQLiteDeviceStore(configuration: .init(path: path, tableName: "push_devices"))
+        let store = try SQLitePushDeviceStore(configuration: .init(path: path, tableName: "push_devices"))
         #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["old-device"])
         _ = try await store.upsert(try request(deviceId: "new", token: "fresh"), now: 10)
         #expect(try await store.devices(namespace: "ns", platforms: nil).map(\.deviceId) == ["new", "old-device"])
@@ -175,27 +175,27 @@ import Testing
     @Test func refusesABadTableName() {
         let dir = TemporaryDirectory()
         for name in ["", "fcm devices", "x\"; DROP TABLE y; --", "1abc"] {
-            #expect(throws: DeviceStoreError.invalidTableName) {
-                try SQLiteDeviceStore(configuration: .init(path: dir.file("db"), tableName: name))
+            #expect(throws: PushDeviceStoreError.invalidTableName) {
+                try SQLitePushDeviceStore(configuration: .init(path: dir.file("db"), tableName: name))
             }
         }
     }
 
     @Test func refusesAReadOnlyLocation() async throws {
         // /sys cannot be written even by root, so this holds in CI (root) and for users alike.
-        #expect(throws: DeviceStoreError.readOnly) { try SQLiteDeviceStore(directory: "/sys/hapi-push-test") }
+        #expect(throws: PushDeviceStoreError.readOnly) { try SQLitePushDeviceStore(directory: "/sys/hapi-push-test") }
         do {
-            _ = try SQLiteDeviceStore(directory: "/sys/hapi-push-test")
+            _ = try SQLitePushDeviceStore(directory: "/sys/hapi-push-test")
         } catch {
             #expect(error.message.contains("/sys/hapi-push-test"))
         }
         if getuid() != 0 {
             let dir = TemporaryDirectory()
-            let store = try SQLiteDeviceStore(directory: dir.path)
+            let store = try SQLitePushDeviceStore(directory: dir.path)
             _ = store
-            chmod(dir.file(SQLiteDeviceStore.defaultFileName), 0o400)
-            await #expect(throws: DeviceStoreError.self) {
-                let readOnly = try SQLiteDeviceStore(directory: dir.path)
+            chmod(dir.file(SQLitePushDeviceStore.defaultFileName), 0o400)
+            await #expect(throws: PushDeviceStoreError.self) {
+                let readOnly = try SQLitePushDeviceStore(directory: dir.path)
                 _ = try await readOnly.upsert(try request(), now: 1)
             }
         }
@@ -203,13 +203,13 @@ import Testing
 
     @Test func refusesADirectoryAsTheFile() {
         let dir = TemporaryDirectory()
-        #expect(throws: DeviceStoreError.cannotOpen) { try SQLiteDeviceStore(configuration: .init(path: dir.path)) }
+        #expect(throws: PushDeviceStoreError.cannotOpen) { try SQLitePushDeviceStore(configuration: .init(path: dir.path)) }
     }
 
     @Test func twoProcessesWritingAtOnceLoseAndDuplicateNothing() async throws {
         let dir = TemporaryDirectory()
         let path = dir.file("shared.sqlite3")
-        _ = try SQLiteDeviceStore(configuration: .init(path: path))
+        _ = try SQLitePushDeviceStore(configuration: .init(path: path))
         let count = 2000
         let writer = builtExecutable("hapi-push-testsupport")
         let processes = try ["a", "b"].map { prefix -> Process in
@@ -221,7 +221,7 @@ import Testing
             return process
         }
         // This process writes too, while the two children do.
-        let store = try SQLiteDeviceStore(configuration: .init(path: path))
+        let store = try SQLitePushDeviceStore(configuration: .init(path: path))
         for index in 0..<500 {
             _ = try await store.upsert(try request(deviceId: "c-\(index)", token: "c-token-\(index)"), now: Int64(index))
         }

@@ -22,7 +22,7 @@ import Testing
         let dir = TemporaryDirectory()
         let path = dir.file("locked.sqlite3")
         // Long enough that the waits outlast the ticks on any machine; the test releases the lock itself.
-        let store = try await SQLiteDeviceStore.open(configuration: .init(path: path, busyTimeoutMilliseconds: 20_000))
+        let store = try await SQLitePushDeviceStore.open(configuration: .init(path: path, busyTimeoutMilliseconds: 20_000))
         _ = try await store.upsert(try request(deviceId: "before", token: "before-token"), now: 1)
 
         let holder = try LockHolder(path: path)

@@ -25,20 +25,20 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite, postgres, memory
     var testDescription: String { rawValue }
 
-    func make(_ directory: TemporaryDirectory) async throws -> any DeviceStore {
+    func make(_ directory: TemporaryDirectory) async throws -> any PushDeviceStore {
         switch self {
-        case .sqlite: return try await SQLiteDeviceStore.open(directory: directory.path)
-        case .postgres: return try await PostgresDeviceStore.open(configuration: try freshPostgresTable())
-        case .memory: return InMemoryDeviceStore()
+        case .sqlite: return try await SQLitePushDeviceStore.open(directory: directory.path)
+        case .postgres: return try await PostgresPushDeviceStore.open(configuration: try freshPostgresTable())
+        case .memory: return InMemoryPushDeviceStore()
         }
     }
 }
 
 /// A table of its own on the process's shared PostgreSQL server (one server for every suite;
 /// a test that cannot start it fails with the reason).
-func freshPostgresTable(maximumConnections: Int = 4) throws -> PostgresDeviceStore.Configuration {
+func freshPostgresTable(maximumConnections: Int = 4) throws -> PostgresPushDeviceStore.Configuration {
     let server = try PostgresTestServer.shared()
-    return try PostgresDeviceStore.Configuration(
+    return try PostgresPushDeviceStore.Configuration(
         url: server.url, tableName: "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased(),
         maximumConnections: maximumConnections)
 }
@@ -52,8 +52,8 @@ let iosToken = String(repeating: "ab", count: 32)
 func request(
     _ namespace: String = "ns", platform: String = "phone", deviceId: String = "dev-1", token: String = "fcm-token-1",
     key: String? = nil
-) throws -> RegistrationRequest {
-    try RegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: key)
+) throws -> PushRegistrationRequest {
+    try PushRegistrationRequest(namespace: namespace, platform: platform, deviceId: deviceId, token: token, pushKey: key)
 }
 
 /// Locates an executable built beside the test bundle.

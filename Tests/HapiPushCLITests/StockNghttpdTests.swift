@@ -15,12 +15,12 @@ import Testing
         let providers = try LoopbackProviders()  // only for its throwaway APNs key and environment
         defer { providers.stop() }
         let directory = providers.directory + "/hub"
-        let store: any DeviceStore = try SQLiteDeviceStore(directory: directory)
+        let store: any PushDeviceStore = try SQLitePushDeviceStore(directory: directory)
         let key = try PushKey.generate().base64
         for index in 0..<10_000 {
             let token = Digest.hex(Digest.sha256(Array("nghttpd-device-\(index)".utf8)))
             _ = try await store.upsert(
-                RegistrationRequest(namespace: "load", platform: "ios", deviceId: "d\(index)", token: token, pushKey: key), now: Int64(index))
+                PushRegistrationRequest(namespace: "load", platform: "ios", deviceId: "d\(index)", token: token, pushKey: key), now: Int64(index))
         }
         var environment = ProcessInfo.processInfo.environment
         for (name, value) in providers.environment(iosMode: "apns", androidMode: "off", dataDirectory: directory) {

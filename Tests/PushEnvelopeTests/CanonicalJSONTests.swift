@@ -57,11 +57,11 @@ import Testing
     }
 
     @Test func omitsAbsentOptionalFields() {
-        let payload = NotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "b")
+        let payload = PushNotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "b")
         let text = String(decoding: payload.canonicalJSON, as: UTF8.self)
         #expect(text == #"{"body":"b","contractVersion":"1","sessionId":"s1","title":"HAPI","type":"ready"}"#)
         #expect(!text.contains("null"))
-        let full = NotificationPayload(
+        let full = PushNotificationPayload(
             type: .permissionRequest, sessionId: "s", sessionName: "n", url: "/u", requestId: "r", title: "t", body: "b",
             severity: .warning, notifySummary: "{}")
         #expect(
@@ -97,18 +97,18 @@ import Testing
         "\"abc", "{\"a\" 1}", "[1 2]",
     ])
     func rejectsInvalidJSON(_ text: String) {
-        #expect(throws: JSONParseError.self) { try JSONParser.parse(text) }
+        #expect(throws: PushJSONParseError.self) { try JSONParser.parse(text) }
     }
 
     @Test func rejectsDeepNestingInsteadOfOverflowingTheStack() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
-        #expect(throws: JSONParseError.self) { try JSONParser.parse(deep) }
+        #expect(throws: PushJSONParseError.self) { try JSONParser.parse(deep) }
         let ok = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
         #expect(throws: Never.self) { try JSONParser.parse(ok) }
     }
 
     @Test func rejectsInvalidUTF8() {
-        #expect(throws: JSONParseError.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
+        #expect(throws: PushJSONParseError.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
     }
 }
 

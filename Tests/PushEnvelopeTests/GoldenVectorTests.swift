@@ -33,39 +33,39 @@ struct GoldenVector {
         #expect(vector.key.rawBytes == Array(0..<32))
         #expect(vector.nonce == Array(0..<12))
         #expect(vector.aad == "hapi-push-v1")
-        #expect(Array(vector.aad.utf8) == PushEnvelope.associatedData)
+        #expect(Array(vector.aad.utf8) == PushEnvelopeCipher.associatedData)
     }
 
     @Test func sealReproducesTheEnvelopeByteForByte() throws {
         let vector = try GoldenVector.load()
-        let envelope = try PushEnvelope.seal(Array(vector.plaintext.utf8), key: vector.key, testVectorNonce: vector.nonce)
+        let envelope = try PushEnvelopeCipher.seal(Array(vector.plaintext.utf8), key: vector.key, testVectorNonce: vector.nonce)
         #expect(envelope == vector.envelope)
     }
 
     @Test func canonicalPayloadReproducesThePlaintext() throws {
         let vector = try GoldenVector.load()
-        let payload = NotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "Ready for input")
+        let payload = PushNotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "Ready for input")
         #expect(String(decoding: payload.canonicalJSON, as: UTF8.self) == vector.plaintext)
     }
 
     @Test func openReturnsThePlaintext() throws {
         let vector = try GoldenVector.load()
-        let opened = try PushEnvelope.open(vector.envelope, key: vector.key)
+        let opened = try PushEnvelopeCipher.open(vector.envelope, key: vector.key)
         #expect(String(decoding: opened, as: UTF8.self) == vector.plaintext)
         let payload = try ReceivedPush.decode(version: "1", envelope: vector.envelope, key: vector.key)
-        #expect(payload == NotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "Ready for input"))
+        #expect(payload == PushNotificationPayload(type: .ready, sessionId: "s1", title: "HAPI", body: "Ready for input"))
     }
 
     @Test func sealedLengthPredictsTheEnvelopeLength() throws {
         let vector = try GoldenVector.load()
-        #expect(PushEnvelope.sealedLength(plaintextCount: vector.plaintext.utf8.count) == vector.envelope.utf8.count)
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: vector.plaintext.utf8.count) == vector.envelope.utf8.count)
         let key = try PushKey.generate()
         for count in [0, 1, 2, 3, 100, 2371, 2372, 2373, 4000] {
-            let envelope = try PushEnvelope.seal([UInt8](repeating: 0x61, count: count), key: key)
-            #expect(envelope.utf8.count == PushEnvelope.sealedLength(plaintextCount: count), "plaintext of \(count) bytes")
+            let envelope = try PushEnvelopeCipher.seal([UInt8](repeating: 0x61, count: count), key: key)
+            #expect(envelope.utf8.count == PushEnvelopeCipher.sealedLength(plaintextCount: count), "plaintext of \(count) bytes")
         }
-        let maximum = PushEnvelope.maximumPlaintextLength()
-        #expect(PushEnvelope.sealedLength(plaintextCount: maximum) <= 3200)
-        #expect(PushEnvelope.sealedLength(plaintextCount: maximum + 1) > 3200)
+        let maximum = PushEnvelopeCipher.maximumPlaintextLength()
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: maximum) <= 3200)
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: maximum + 1) > 3200)
     }
 }

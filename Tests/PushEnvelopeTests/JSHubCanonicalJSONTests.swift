@@ -74,7 +74,7 @@ import Testing
         // JavaScript writes the lone \udc00\ud800 as escapes; a Swift string cannot hold them, so
         // the strict parser refuses them and the hub-input parser reads each as U+FFFD.
         let text = #"{"s":"a\udc00\ud800b"}"#
-        #expect(throws: JSONParseError.self) { try JSONParser.parse(text) }
+        #expect(throws: PushJSONParseError.self) { try JSONParser.parse(text) }
         let lenient = try JSONParser.parse(Array(text.utf8), replacingLoneSurrogates: true)
         #expect(lenient["s"] == "a\u{FFFD}\u{FFFD}b")
         #expect(try JSONParser.parse(Array(#""\ud83d\ude00\ud83d""#.utf8), replacingLoneSurrogates: true) == "😀\u{FFFD}")

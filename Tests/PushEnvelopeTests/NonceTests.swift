@@ -9,7 +9,7 @@ import Testing
         var nonces = Set<[UInt8]>()
         let count = 20_000
         for _ in 0..<count {
-            let sealed = try Base64.decode(try PushEnvelope.seal(plaintext, key: key))
+            let sealed = try Base64.decode(try PushEnvelopeCipher.seal(plaintext, key: key))
             nonces.insert(Array(sealed.prefix(12)))
         }
         #expect(nonces.count == count)
@@ -17,14 +17,14 @@ import Testing
 
     @Test func fixedNonceMustBe12Bytes() throws {
         let key = try PushKey.generate()
-        #expect(throws: EnvelopeError.invalidNonce) { try PushEnvelope.seal([1], key: key, testVectorNonce: [UInt8](repeating: 0, count: 11)) }
-        #expect(throws: EnvelopeError.invalidNonce) { try PushEnvelope.seal([1], key: key, testVectorNonce: [UInt8](repeating: 0, count: 13)) }
+        #expect(throws: PushEnvelopeError.invalidNonce) { try PushEnvelopeCipher.seal([1], key: key, testVectorNonce: [UInt8](repeating: 0, count: 11)) }
+        #expect(throws: PushEnvelopeError.invalidNonce) { try PushEnvelopeCipher.seal([1], key: key, testVectorNonce: [UInt8](repeating: 0, count: 13)) }
     }
 
     @Test func emptyPlaintextRoundTrips() throws {
         let key = try PushKey.generate()
-        let envelope = try PushEnvelope.seal([], key: key)
-        #expect(envelope.utf8.count == PushEnvelope.sealedLength(plaintextCount: 0))
-        #expect(try PushEnvelope.open(envelope, key: key) == [])
+        let envelope = try PushEnvelopeCipher.seal([], key: key)
+        #expect(envelope.utf8.count == PushEnvelopeCipher.sealedLength(plaintextCount: 0))
+        #expect(try PushEnvelopeCipher.open(envelope, key: key) == [])
     }
 }

@@ -14,10 +14,10 @@ import Testing
         var checked = 0
         for text in Self.awkward {
             for withOptionals in [false, true] {
-                let payload = NotificationPayload(
-                    type: NotificationType(rawValue: withOptionals ? "ready" : text), sessionId: text,
+                let payload = PushNotificationPayload(
+                    type: PushNotificationType(rawValue: withOptionals ? "ready" : text), sessionId: text,
                     sessionName: withOptionals ? text : nil, url: withOptionals ? "/sessions/\(text)" : nil,
-                    requestId: withOptionals ? text : nil, title: text, body: text + "!", severity: withOptionals ? Severity(rawValue: text) : nil,
+                    requestId: withOptionals ? text : nil, title: text, body: text + "!", severity: withOptionals ? PushNotificationSeverity(rawValue: text) : nil,
                     contractVersion: text.isEmpty ? "1" : text, notifySummary: withOptionals ? #"{"summary":"\#(text.count)"}"# : nil)
                 #expect(payload.canonicalJSON == payload.jsonValue.canonicalBytes)
                 checked += 1
@@ -27,20 +27,20 @@ import Testing
     }
 
     @Test func keyOrderIsTheJavaScriptSortOrder() {
-        #expect(NotificationPayload.canonicalKeyOrder == NotificationPayload.canonicalKeyOrder.sorted(by: CanonicalJSON.jsKeyOrder))
-        let every = NotificationPayload(
+        #expect(PushNotificationPayload.canonicalKeyOrder == PushNotificationPayload.canonicalKeyOrder.sorted(by: CanonicalJSON.jsKeyOrder))
+        let every = PushNotificationPayload(
             type: .ready, sessionId: "s", sessionName: "n", url: "/u", requestId: "r", title: "t", body: "b", severity: .info,
             notifySummary: "{}")
-        #expect(Set(every.fields.keys) == Set(NotificationPayload.canonicalKeyOrder))
+        #expect(Set(every.fields.keys) == Set(PushNotificationPayload.canonicalKeyOrder))
     }
 
     @Test func sealOpensAndMatchesTheByteReference() throws {
         let key = try PushKey.generate()
         for length in [0, 1, 2, 3, 4, 100, 321, 2372] {
             let plaintext = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-            let envelope = try PushEnvelope.seal(plaintext, key: key)
-            #expect(envelope.utf8.count == PushEnvelope.sealedLength(plaintextCount: length))
-            #expect(try PushEnvelope.open(envelope, key: key) == plaintext)
+            let envelope = try PushEnvelopeCipher.seal(plaintext, key: key)
+            #expect(envelope.utf8.count == PushEnvelopeCipher.sealedLength(plaintextCount: length))
+            #expect(try PushEnvelopeCipher.open(envelope, key: key) == plaintext)
             // The pointer encoder agrees with the array encoder on the same bytes.
             let sealed = try Base64.decode(envelope)
             #expect(String(decoding: Base64.encodeToBytes(sealed), as: UTF8.self) == envelope)

@@ -15,17 +15,17 @@ import Testing
         var bytes = vector.key.rawBytes
         bytes[31] ^= 0x01
         let wrong = try PushKey(bytes: bytes)
-        #expect(throws: EnvelopeError.authenticationFailed) { try PushEnvelope.open(vector.envelope, key: wrong) }
+        #expect(throws: PushEnvelopeError.authenticationFailed) { try PushEnvelopeCipher.open(vector.envelope, key: wrong) }
     }
 
     @Test func alteredAADFailsAuthentication() throws {
         let otherAAD = try AESGCM.seal(
             plaintext: Array(vector.plaintext.utf8), key: vector.key.rawBytes, nonce: vector.nonce, aad: Array("hapi-push-v2".utf8))
-        #expect(throws: EnvelopeError.authenticationFailed) { try PushEnvelope.open(Base64.encode(otherAAD), key: vector.key) }
-        #expect(throws: EnvelopeError.authenticationFailed) {
+        #expect(throws: PushEnvelopeError.authenticationFailed) { try PushEnvelopeCipher.open(Base64.encode(otherAAD), key: vector.key) }
+        #expect(throws: PushEnvelopeError.authenticationFailed) {
             try AESGCM.open(sealed: sealed, key: vector.key.rawBytes, aad: Array("hapi-push-v2".utf8))
         }
-        #expect(throws: EnvelopeError.authenticationFailed) {
+        #expect(throws: PushEnvelopeError.authenticationFailed) {
             try AESGCM.open(sealed: sealed, key: vector.key.rawBytes, aad: [])
         }
     }
@@ -36,8 +36,8 @@ import Testing
             for bit in [0, 7] {
                 var tampered = sealed
                 tampered[byteIndex] ^= UInt8(1 << bit)
-                #expect(throws: EnvelopeError.authenticationFailed, "byte \(byteIndex) bit \(bit)") {
-                    try PushEnvelope.open(Base64.encode(tampered), key: vector.key)
+                #expect(throws: PushEnvelopeError.authenticationFailed, "byte \(byteIndex) bit \(bit)") {
+                    try PushEnvelopeCipher.open(Base64.encode(tampered), key: vector.key)
                 }
             }
         }
@@ -46,13 +46,13 @@ import Testing
     @Test func truncationIsRefused() throws {
         // Cut into the tag: authentication fails. Cut below nonce + tag: too short.
         for count in [sealed.count - 1, sealed.count - 16, 28] {
-            #expect(throws: EnvelopeError.authenticationFailed, "\(count) bytes") {
-                try PushEnvelope.open(Base64.encode(sealed.prefix(count)), key: vector.key)
+            #expect(throws: PushEnvelopeError.authenticationFailed, "\(count) bytes") {
+                try PushEnvelopeCipher.open(Base64.encode(sealed.prefix(count)), key: vector.key)
             }
         }
         for count in [27, 12, 1] {
-            #expect(throws: EnvelopeError.tooShort, "\(count) bytes") {
-                try PushEnvelope.open(Base64.encode(sealed.prefix(count)), key: vector.key)
+            #expect(throws: PushEnvelopeError.tooShort, "\(count) bytes") {
+                try PushEnvelopeCipher.open(Base64.encode(sealed.prefix(count)), key: vector.key)
             }
         }
     }
@@ -61,14 +61,14 @@ import Testing
         "", "AAECAwQF BgcI", "AAECAwQFBgcICQoL\n", "AAECAwQFBgcICQo", "AAECAwQF-_cICQoL", "AAEC=wQF", "AAECAwQFBgcICQoL===",
     ])
     func badBase64IsRefused(_ text: String) throws {
-        #expect(throws: EnvelopeError.invalidBase64) { try PushEnvelope.open(text, key: vector.key) }
+        #expect(throws: PushEnvelopeError.invalidBase64) { try PushEnvelopeCipher.open(text, key: vector.key) }
     }
 
     @Test func failedOpenReturnsNoPlaintext() throws {
         var tampered = sealed
         tampered[20] ^= 0xFF
         do {
-            let plaintext = try AESGCM.open(sealed: tampered, key: vector.key.rawBytes, aad: PushEnvelope.associatedData)
+            let plaintext = try AESGCM.open(sealed: tampered, key: vector.key.rawBytes, aad: PushEnvelopeCipher.associatedData)
             Issue.record("tampered envelope opened to \(plaintext.count) bytes")
         } catch {
             #expect(error == .authenticationFailed)
@@ -80,7 +80,7 @@ import Testing
     @Test func unknownVersionIsDropped() throws {
         let vector = try GoldenVector.load()
         for version in ["2", "0", "", "v1"] as [String?] + [nil] {
-            #expect(throws: EnvelopeError.unsupportedVersion) {
+            #expect(throws: PushEnvelopeError.unsupportedVersion) {
                 try ReceivedPush.decode(version: version, envelope: vector.envelope, key: vector.key)
             }
         }
@@ -88,9 +88,9 @@ import Testing
 
     @Test func missingKeyOrEnvelopeIsDropped() throws {
         let vector = try GoldenVector.load()
-        #expect(throws: EnvelopeError.missingKey) { try ReceivedPush.decode(version: "1", envelope: vector.envelope, key: nil) }
-        #expect(throws: EnvelopeError.missingEnvelope) { try ReceivedPush.decode(version: "1", envelope: nil, key: vector.key) }
-        #expect(throws: EnvelopeError.missingEnvelope) { try ReceivedPush.decode(version: "1", envelope: "", key: vector.key) }
+        #expect(throws: PushEnvelopeError.missingKey) { try ReceivedPush.decode(version: "1", envelope: vector.envelope, key: nil) }
+        #expect(throws: PushEnvelopeError.missingEnvelope) { try ReceivedPush.decode(version: "1", envelope: nil, key: vector.key) }
+        #expect(throws: PushEnvelopeError.missingEnvelope) { try ReceivedPush.decode(version: "1", envelope: "", key: vector.key) }
     }
 
     @Test(arguments: [
@@ -99,16 +99,16 @@ import Testing
     ])
     func malformedPayloadIsDropped(_ plaintext: String) throws {
         let key = try PushKey.generate()
-        let envelope = try PushEnvelope.seal(Array(plaintext.utf8), key: key)
-        #expect(throws: EnvelopeError.malformedPayload) { try ReceivedPush.decode(version: "1", envelope: envelope, key: key) }
+        let envelope = try PushEnvelopeCipher.seal(Array(plaintext.utf8), key: key)
+        #expect(throws: PushEnvelopeError.malformedPayload) { try ReceivedPush.decode(version: "1", envelope: envelope, key: key) }
     }
 
     @Test func fullPayloadRoundTrips() throws {
         let key = try PushKey.generate()
-        let payload = NotificationPayload(
+        let payload = PushNotificationPayload(
             type: .permissionRequest, sessionId: "abc", sessionName: "claude - hapi", url: "/sessions/abc", requestId: "r-1",
             title: "Permission", body: "Run `rm -rf build`?", severity: .warning, notifySummary: "{\"a\":1}")
-        let envelope = try PushEnvelope.seal(payload.canonicalJSON, key: key)
+        let envelope = try PushEnvelopeCipher.seal(payload.canonicalJSON, key: key)
         #expect(try ReceivedPush.decode(version: "1", envelope: envelope, key: key) == payload)
     }
 }

@@ -2,6 +2,9 @@ import Foundation
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A data directory with optional settings.json and credential files.
@@ -39,7 +42,7 @@ final class ConfigFixture: @unchecked Sendable {
         return value
     }
 
-    func load(persist: Bool = true) throws(SettingsFileError) -> PushConfiguration {
+    func load(persist: Bool = true) throws(PushSettingsFileError) -> PushConfiguration {
         try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: persist)
     }
 
@@ -86,7 +89,7 @@ final class ConfigFixture: @unchecked Sendable {
         let value = try #require(Self.sample[setting.settingsKey])
         fixture.environment[setting.environmentVariable] = "  \(value)  "
         let configuration = try fixture.load(persist: false)
-        #expect(configuration.settings[setting.settingsKey] == ResolvedSetting(value: value, source: .environment))
+        #expect(configuration.settings[setting.settingsKey] == PushResolvedSetting(value: value, source: .environment))
     }
 
     @Test(arguments: PushSetting.all)
@@ -94,14 +97,14 @@ final class ConfigFixture: @unchecked Sendable {
         let value = try #require(Self.sample[setting.settingsKey])
         let fixture = try ConfigFixture(settings: JSONValue.object([setting.settingsKey: .string(value)]).canonicalString)
         let configuration = try fixture.load()
-        #expect(configuration.settings[setting.settingsKey] == ResolvedSetting(value: value, source: .file))
+        #expect(configuration.settings[setting.settingsKey] == PushResolvedSetting(value: value, source: .file))
     }
 
     @Test(arguments: PushSetting.all)
     func everySettingFallsBackToItsDefault(_ setting: PushSetting) throws {
         let fixture = try ConfigFixture()
         let configuration = try fixture.load()
-        #expect(configuration.settings[setting.settingsKey] == ResolvedSetting(value: setting.defaultValue, source: .default))
+        #expect(configuration.settings[setting.settingsKey] == PushResolvedSetting(value: setting.defaultValue, source: .default))
     }
 
     @Test(arguments: PushSetting.all)
@@ -134,7 +137,7 @@ final class ConfigFixture: @unchecked Sendable {
         // Next run without the variable: the file supplies it.
         fixture.environment["HAPI_ANDROID_PUSH"] = nil
         let again = try fixture.load()
-        #expect(again.settings["androidPushMode"] == ResolvedSetting(value: "off", source: .file))
+        #expect(again.settings["androidPushMode"] == PushResolvedSetting(value: "off", source: .file))
         #expect(again.persistedKeys.isEmpty)
     }
 
@@ -161,8 +164,8 @@ final class ConfigFixture: @unchecked Sendable {
         fixture.environment["HAPI_ANDROID_PUSH"] = "   "
         fixture.environment["APNS_ENV"] = ""
         let configuration = try fixture.load()
-        #expect(configuration.settings["androidPushMode"] == ResolvedSetting(value: "auto", source: .default))
-        #expect(configuration.settings["iosPushMode"] == ResolvedSetting(value: "relay", source: .default))
+        #expect(configuration.settings["androidPushMode"] == PushResolvedSetting(value: "auto", source: .default))
+        #expect(configuration.settings["iosPushMode"] == PushResolvedSetting(value: "relay", source: .default))
         #expect(configuration.settings["apnsEnv"]?.source == .default)
         #expect(configuration.persistedKeys.isEmpty)
     }
@@ -178,7 +181,7 @@ final class ConfigFixture: @unchecked Sendable {
     func unparseableFileIsRefusedAndNeverOverwritten(_ contents: String) throws {
         let fixture = try ConfigFixture(settings: contents)
         fixture.environment["HAPI_ANDROID_PUSH"] = "off"
-        #expect(throws: SettingsFileError.unparseable) { try fixture.load() }
+        #expect(throws: PushSettingsFileError.unparseable) { try fixture.load() }
         do {
             _ = try fixture.load()
         } catch {

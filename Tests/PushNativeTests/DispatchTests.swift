@@ -3,6 +3,9 @@ import PushLoopbackServer
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A hub wired to loopback stand-ins, with an SQLite registry on a real file.
@@ -19,7 +22,8 @@ final class Hub: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-hub-\(UUID().uuidString)").path
         let environment = self.providers.environment(iosMode: ios, androidMode: android, dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory)
-        push = try NativePush(configuration: configuration, store: try SQLiteDeviceStore(directory: directory), requestTimeout: timeout)
+        push = try NativePush(configuration: configuration, store: try SQLitePushDeviceStore(directory: directory),
+            runtime: NativePush.Configuration(timeouts: .init(request: timeout)))
         iosKey = try PushKey.generate()
         phoneKey = try PushKey.generate()
     }
@@ -30,7 +34,7 @@ final class Hub: @unchecked Sendable {
             ("ios", "iphone", Hub.iosToken, iosKey.base64 as String?), ("phone", "pixel-key", "fcm-phone-key", phoneKey.base64),
             ("phone", "pixel-old", "fcm-phone-nokey", nil), ("wear", "watch", "fcm-wear", nil),
         ] {
-            let request = try RegistrationRequest(namespace: namespace, platform: platform, deviceId: id, token: token, pushKey: key)
+            let request = try PushRegistrationRequest(namespace: namespace, platform: platform, deviceId: id, token: token, pushKey: key)
             try await push.registry.register(request)
         }
     }
@@ -41,12 +45,12 @@ final class Hub: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func delivery(_ report: DispatchReport, _ deviceId: String) -> DispatchReport.Delivery? {
+    func delivery(_ report: PushDispatchReport, _ deviceId: String) -> PushDispatchReport.Delivery? {
         report.deliveries.first { $0.deviceId == deviceId }
     }
 }
 
-let readyPayload = NotificationComposer.ready(
+let readyPayload = PushNotificationComposer.ready(
     .init(id: "s-1", agent: "Claude", project: "hapi"), lastAgentText: "done\nAGENT_NOTIFY_SUMMARY {\"ok\":true}")
 
 @Suite struct DispatchModeTests {
@@ -56,12 +60,12 @@ let readyPayload = NotificationComposer.ready(
         let report = try await hub.push.dispatch(readyPayload, namespace: "ns")
         await hub.stop()
         #expect(hub.delivery(report, "iphone")?.outcome == .sent)
-        #expect(hub.delivery(report, "iphone")?.transport == "relay")
+        #expect(hub.delivery(report, "iphone")?.transport == .relay)
         #expect(hub.delivery(report, "pixel-key")?.outcome == .sent)
         #expect(hub.delivery(report, "pixel-old")?.outcome == .skipped)
-        #expect(hub.delivery(report, "pixel-old")?.reason == "missing_push_key")
+        #expect(hub.delivery(report, "pixel-old")?.reasonText == "missing_push_key")
         #expect(hub.delivery(report, "watch")?.outcome == .skipped)
-        #expect(hub.delivery(report, "watch")?.reason == "wear_relay_unsupported")
+        #expect(hub.delivery(report, "watch")?.reasonText == "wear_relay_unsupported")
         #expect(report.suppressWebPush)
         // The relay saw ciphertext only; each device opens its own envelope to the payload.
         let requests = hub.providers.relay.requests
@@ -84,8 +88,8 @@ let readyPayload = NotificationComposer.ready(
         for id in ["iphone", "pixel-key", "pixel-old", "watch"] {
             #expect(hub.delivery(report, id)?.outcome == .sent, "\(id): \(String(describing: hub.delivery(report, id)))")
         }
-        #expect(hub.delivery(report, "iphone")?.transport == "apns")
-        #expect(hub.delivery(report, "watch")?.transport == "fcm")
+        #expect(hub.delivery(report, "iphone")?.transport == .apns)
+        #expect(hub.delivery(report, "watch")?.transport == .fcm)
         let apns = try #require(hub.providers.apns.requests.first)
         let e = try #require(try JSONParser.parse(apns.body)["hapi"]?["e"]?.stringValue)
         #expect(try ReceivedPush.decode(version: "1", envelope: e, key: hub.iosKey) == readyPayload)
@@ -93,7 +97,7 @@ let readyPayload = NotificationComposer.ready(
         #expect(sends.count == 3)
         for send in sends {
             let data = try #require(try JSONParser.parse(send.body)["message"]?["data"])
-            #expect(try NotificationPayload(jsonObject: data) == readyPayload)
+            #expect(try PushNotificationPayload(jsonObject: data) == readyPayload)
         }
         #expect(sends.filter { $0.bodyString.contains("direct_boot_ok") }.count == 1)
         #expect(hub.providers.fcm.requests.filter { $0.path == "/token" }.count == 1)
@@ -108,17 +112,17 @@ let readyPayload = NotificationComposer.ready(
         let iphone = try #require(hub.delivery(report, "iphone"))
         if ios == "off" {
             #expect(iphone.outcome == .skipped)
-            #expect(iphone.reason?.hasPrefix("channel_off") == true)
+            #expect(iphone.reasonText?.hasPrefix("channel_off") == true)
         } else {
             #expect(iphone.outcome == .sent)
-            #expect(iphone.transport == ios)
+            #expect(iphone.transport.rawValue == ios)
         }
         for id in ["pixel-key", "pixel-old", "watch"] {
             let delivery = try #require(hub.delivery(report, id))
             switch android {
             case "off":
                 #expect(delivery.outcome == .skipped, "\(id)")
-                #expect(delivery.reason?.hasPrefix("channel_off") == true)
+                #expect(delivery.reasonText?.hasPrefix("channel_off") == true)
             case "fcm":
                 #expect(delivery.outcome == .sent, "\(id)")
             default:
@@ -134,7 +138,7 @@ let readyPayload = NotificationComposer.ready(
         let hub = try Hub(ios: "relay", android: "relay")
         try await hub.registerFourDevices()
         try await hub.push.registry.register(
-            try RegistrationRequest(namespace: "other", platform: "phone", deviceId: "x", token: "fcm-other", pushKey: hub.phoneKey.base64))
+            try PushRegistrationRequest(namespace: "other", platform: "phone", deviceId: "x", token: "fcm-other", pushKey: hub.phoneKey.base64))
         hub.providers.relay.respond { request in
             request.bodyString.contains(Hub.iosToken)
                 ? .text(status: 410, #"{"ok":false,"code":"unregistered"}"#) : .text(status: 500, #"{"ok":false,"code":"upstream"}"#)
@@ -181,9 +185,9 @@ let readyPayload = NotificationComposer.ready(
 
         let skipsOnly = try Hub(ios: "off", android: "relay")
         try await skipsOnly.push.registry.register(
-            try RegistrationRequest(namespace: "ns", platform: "wear", deviceId: "w", token: "t", pushKey: nil))
+            try PushRegistrationRequest(namespace: "ns", platform: "wear", deviceId: "w", token: "t", pushKey: nil))
         try await skipsOnly.push.registry.register(
-            try RegistrationRequest(namespace: "ns", platform: "ios", deviceId: "i", token: Hub.iosToken, pushKey: skipsOnly.iosKey.base64))
+            try PushRegistrationRequest(namespace: "ns", platform: "ios", deviceId: "i", token: Hub.iosToken, pushKey: skipsOnly.iosKey.base64))
         let report = try await skipsOnly.push.dispatch(readyPayload, namespace: "ns")
         #expect(report.count(.skipped) == 2)
         #expect(!report.suppressWebPush)
@@ -191,12 +195,12 @@ let readyPayload = NotificationComposer.ready(
     }
 
     @Test func unreadableRegistryThrows() async throws {
-        struct BrokenStore: DeviceStore {
+        struct BrokenStore: PushDeviceStore {
             struct Broken: Error {}
-            func upsert(_ request: RegistrationRequest, now: Int64) async throws -> DeviceRegistration { throw Broken() }
+            func upsert(_ request: PushRegistrationRequest, now: Int64) async throws -> PushDeviceRegistration { throw Broken() }
             func unregister(namespace: String, token: String) async throws -> Bool { throw Broken() }
             func prune(namespace: String, token: String, notAfter: Int64?) async throws -> Bool { throw Broken() }
-            func devices(namespace: String, platforms: Set<DevicePlatform>?) async throws -> [DeviceRegistration] { throw Broken() }
+            func devices(namespace: String, platforms: Set<PushDevicePlatform>?) async throws -> [PushDeviceRegistration] { throw Broken() }
         }
         let dispatcher = PushDispatcher(store: BrokenStore(), ios: .off(reason: "x"), android: .off(reason: "x"))
         await #expect(throws: BrokenStore.Broken.self) { try await dispatcher.dispatch(readyPayload, namespace: "ns") }
@@ -205,8 +209,8 @@ let readyPayload = NotificationComposer.ready(
 
 @Suite struct SizeLadderTests {
     /// A ready payload whose canonical JSON is exactly `bytes` long, padded in notifySummary.
-    func payload(canonicalBytes bytes: Int, body: String = "Ready for input") throws -> NotificationPayload {
-        var payload = NotificationPayload(type: .ready, sessionId: "s-1", title: "HAPI", body: body, notifySummary: "")
+    func payload(canonicalBytes bytes: Int, body: String = "Ready for input") throws -> PushNotificationPayload {
+        var payload = PushNotificationPayload(type: .ready, sessionId: "s-1", title: "HAPI", body: body, notifySummary: "")
         let base = payload.canonicalJSON.count
         try #require(bytes >= base)
         payload.notifySummary = String(repeating: "x", count: bytes - base)
@@ -217,7 +221,7 @@ let readyPayload = NotificationComposer.ready(
     @Test func envelopeLadderAtItsExactBoundary() throws {
         // 4·⌈(n+28)/3⌉ ≤ 3200 ⇔ n ≤ 2372.
         let exact = try payload(canonicalBytes: 2372)
-        #expect(PushEnvelope.sealedLength(plaintextCount: 2372) == 3200)
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: 2372) == 3200)
         #expect(PayloadFitter.fitEnvelope(exact)?.1 == .full)
         let over = try payload(canonicalBytes: 2373)
         let fitted = try #require(PayloadFitter.fitEnvelope(over))
@@ -227,13 +231,13 @@ let readyPayload = NotificationComposer.ready(
     }
 
     @Test func minimalKeepsTheRoutingIds() throws {
-        let big = NotificationPayload(
+        let big = PushNotificationPayload(
             type: .permissionRequest, sessionId: "s-1", sessionName: "n", url: "/sessions/s-1", requestId: "req-7", title: "t",
             body: String(repeating: "b", count: 5000), severity: .warning, notifySummary: "{}")
         let (minimal, level) = try #require(PayloadFitter.fitEnvelope(big))
         #expect(level == .minimal)
-        #expect(minimal == NotificationPayload(type: .permissionRequest, sessionId: "s-1", requestId: "req-7", title: "HAPI", body: "New activity"))
-        let impossible = NotificationPayload(type: .ready, sessionId: String(repeating: "s", count: 4000), title: "t", body: "b")
+        #expect(minimal == PushNotificationPayload(type: .permissionRequest, sessionId: "s-1", requestId: "req-7", title: "HAPI", body: "New activity"))
+        let impossible = PushNotificationPayload(type: .ready, sessionId: String(repeating: "s", count: 4000), title: "t", body: "b")
         #expect(PayloadFitter.fitEnvelope(impossible) == nil)
     }
 
@@ -260,11 +264,11 @@ let readyPayload = NotificationComposer.ready(
         #expect(hub.delivery(reduced, "pixel-key")?.payload == .full)  // FCM's limit is 4096
         hub.providers.clearRequests()
 
-        let impossible = NotificationPayload(type: .ready, sessionId: String(repeating: "s", count: 5000), title: "t", body: "b")
+        let impossible = PushNotificationPayload(type: .ready, sessionId: String(repeating: "s", count: 5000), title: "t", body: "b")
         let failed = try await hub.push.dispatch(impossible, namespace: "ns")
         #expect(hub.delivery(failed, "iphone")?.outcome == .failed)
-        #expect(hub.delivery(failed, "iphone")?.reason == "too_large")
-        #expect(hub.delivery(failed, "watch")?.reason == "too_large")
+        #expect(hub.delivery(failed, "iphone")?.reasonText == "too_large")
+        #expect(hub.delivery(failed, "watch")?.reasonText == "too_large")
         #expect(hub.providers.relay.requests.isEmpty)
         #expect(try await hub.push.registry.store.devices(namespace: "ns").count == 4)
         await hub.stop()
@@ -277,9 +281,9 @@ let readyPayload = NotificationComposer.ready(
         let key = hub.iosKey.base64
         for i in 0..<250 {
             let token = String(repeating: "0", count: 60) + String(String(i, radix: 16).reversed()).padding(toLength: 4, withPad: "0", startingAt: 0)
-            try await hub.push.registry.register(try RegistrationRequest(namespace: "big", platform: "ios", deviceId: "i\(i)", token: token, pushKey: key))
+            try await hub.push.registry.register(try PushRegistrationRequest(namespace: "big", platform: "ios", deviceId: "i\(i)", token: token, pushKey: key))
             try await hub.push.registry.register(
-                try RegistrationRequest(namespace: "big", platform: "phone", deviceId: "p\(i)", token: "phone-\(i)", pushKey: key))
+                try PushRegistrationRequest(namespace: "big", platform: "phone", deviceId: "p\(i)", token: "phone-\(i)", pushKey: key))
         }
         let report = try await hub.push.dispatch(readyPayload, namespace: "big")
         await hub.stop()
@@ -310,7 +314,7 @@ let readyPayload = NotificationComposer.ready(
         await hub.stop()
         #expect(hub.delivery(report, "iphone")?.outcome == .sent)
         #expect(hub.delivery(report, "pixel-key")?.outcome == .failed)
-        #expect(hub.delivery(report, "pixel-key")?.reason == "timeout")
+        #expect(hub.delivery(report, "pixel-key")?.reasonText == "timeout")
         #expect(elapsed < .seconds(3))
     }
 }

@@ -3,6 +3,9 @@ import PushLoopbackServer
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// Configuration as a careless or hostile operator writes it (issue 15): refused with a
@@ -38,13 +41,13 @@ import Testing
         fixture.environment["HAPI_PUSH_RELAY_URL"] = relay.baseURL + "#"
         fixture.environment["HAPI_PUSH_CA_FILE"] = relay.caFile
         let configuration = try fixture.load(persist: false)
-        let store = InMemoryDeviceStore()
+        let store = InMemoryPushDeviceStore()
         let push = try NativePush(configuration: configuration, store: store)
         _ = await push.register(
             namespace: "ns",
             body: Array(#"{"token":"\#(String(repeating: "ab", count: 32))","platform":"ios","deviceId":"d","pushKey":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}"#.utf8))
         let report = try await push.dispatch(
-            NotificationPayload(type: .ready, sessionId: "s", url: "/sessions/s", title: "t", body: "b"), namespace: "ns")
+            PushNotificationPayload(type: .ready, sessionId: "s", url: "/sessions/s", title: "t", body: "b"), namespace: "ns")
         await push.shutdown()
         #expect(!report.suppressWebPush)
         #expect(relay.requests.isEmpty)
@@ -84,7 +87,7 @@ import Testing
                 "type": "service_account", "project_id": "p", "client_email": "a@p.iam.gserviceaccount.com", "private_key": .string(keys.privateKeyPEM),
                 "token_uri": .string(uri),
             ])
-            #expect(throws: CredentialError.insecure) { try FCMServiceAccount(json: json.canonicalBytes) }
+            #expect(throws: PushCredentialError.insecure) { try FCMServiceAccount(json: json.canonicalBytes) }
             let path = try fixture.write("sa.json", json.canonicalString)
             fixture.environment["FCM_SERVICE_ACCOUNT_PATH"] = path
             let configuration = try fixture.load(persist: false)
@@ -97,8 +100,8 @@ import Testing
 
     @Test func encryptedKeysAreRefusedWithoutPrompting() throws {
         let pem = try #require(TestKeys.encryptedPEM())
-        let refused = try Bounded.run(seconds: 30) { () -> CredentialError? in
-            do throws(CredentialError) {
+        let refused = try Bounded.run(seconds: 30) { () -> PushCredentialError? in
+            do throws(PushCredentialError) {
                 _ = try APNsCredentials(pem: Array(pem.utf8), keyId: "K", teamId: "T", bundleId: "b")
                 return nil
             } catch {
@@ -158,7 +161,7 @@ import Testing
         let big = "{\"x\":\"" + String(repeating: "a", count: 2 << 20) + "\"}"
         let fixture = try ConfigFixture(settings: big)
         fixture.environment["HAPI_IOS_PUSH"] = "off"
-        #expect(throws: SettingsFileError.tooLarge) { try fixture.load() }
+        #expect(throws: PushSettingsFileError.tooLarge) { try fixture.load() }
         #expect(fixture.settingsText() == big)
     }
 

@@ -1,5 +1,8 @@
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// js-hub-behaviour.md §1 and §2: every verified example of the JavaScript hub's notification
@@ -68,7 +71,7 @@ enum HubFixture {
     @Test("R1.4 the first pending request follows JavaScript's property order") func firstRequest() {
         let session = HubFixture.session(requests: HubFixture.json(#"{"b":{"tool":"Bash"},"a":{},"10":{},"2":{}}"#))
         #expect(session.pendingRequests.map(\.id) == ["2", "10", "b", "a"])
-        #expect(NotificationComposer.permissionRequest(for: session).requestId == "2")
+        #expect(PushNotificationComposer.permissionRequest(for: session).requestId == "2")
     }
 }
 
@@ -159,7 +162,7 @@ enum HubFixture {
     @Test("R1.3 ready", arguments: cases.indices)
     func ready(_ index: Int) {
         let (messages, title, body, summary) = Self.cases[index]
-        let payload = NotificationComposer.ready(for: HubFixture.session(), messages: messages)
+        let payload = PushNotificationComposer.ready(for: HubFixture.session(), messages: messages)
         #expect(payload.type == .ready)
         #expect(payload.title == title)
         #expect(payload.body == body)
@@ -180,12 +183,12 @@ enum HubFixture {
         ])
     func actionBudget(_ length: Int, _ body: String) {
         let text = #"AGENT_NOTIFY_SUMMARY {"summary":"\#(String(repeating: "S", count: length))","action":"ACTION"}"#
-        #expect(NotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(text)]).body == body)
+        #expect(PushNotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(text)]).body == body)
     }
 
     @Test("R1.3 message shapes") func messageShapes() {
         func text(_ message: JSONValue) -> String {
-            NotificationComposer.ready(for: HubFixture.session(), messages: [message]).body
+            PushNotificationComposer.ready(for: HubFixture.session(), messages: [message]).body
         }
         let codex: JSONValue = ["role": "agent", "content": ["type": "codex", "data": ["type": "message", "message": "From Codex"]]]
         #expect(text(codex) == "From Codex")
@@ -201,9 +204,9 @@ enum HubFixture {
         let tool: JSONValue = ["role": "agent", "content": ["type": "output", "data": ["type": "assistant", "message": ["content": [["type": "tool_use"]]]]]]
         #expect(text(tool) == "Claude is waiting in hapi")
         let messages = [HubFixture.agent("Older.")] + [HubFixture.user("x")] + Array(repeating: tool, count: 18)
-        #expect(NotificationComposer.ready(for: HubFixture.session(), messages: messages).body == "Older.")
+        #expect(PushNotificationComposer.ready(for: HubFixture.session(), messages: messages).body == "Older.")
         // Only the last 20 messages are read.
-        #expect(NotificationComposer.ready(for: HubFixture.session(), messages: messages + [tool]).body == "Claude is waiting in hapi")
+        #expect(PushNotificationComposer.ready(for: HubFixture.session(), messages: messages + [tool]).body == "Claude is waiting in hapi")
     }
 }
 
@@ -275,7 +278,7 @@ enum HubFixture {
 
     @Test("§2.2 {} is a footer without fields; path A needs a summary") func emptyFooter() {
         #expect(AgentNotifySummary.extract(from: "AGENT_NOTIFY_SUMMARY {}") == AgentNotifySummary())
-        let payload = NotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent("AGENT_NOTIFY_SUMMARY {}")])
+        let payload = PushNotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent("AGENT_NOTIFY_SUMMARY {}")])
         #expect(payload.body == "AGENT_NOTIFY_SUMMARY {}")
         #expect(payload.notifySummary == nil)
     }
@@ -333,7 +336,7 @@ enum HubFixture {
     @Test("R1.5 R1.6 permission bodies", arguments: cases.indices)
     func permission(_ index: Int) {
         let (requests, body) = Self.cases[index]
-        let payload = NotificationComposer.permissionRequest(for: HubFixture.session(requests: HubFixture.json(requests)))
+        let payload = PushNotificationComposer.permissionRequest(for: HubFixture.session(requests: HubFixture.json(requests)))
         #expect(payload.body == body)
         #expect(payload.title == "Permission Request")
         #expect(payload.severity == .warning)
@@ -344,13 +347,13 @@ enum HubFixture {
     @Test("R1.5 the session line is dropped when it equals the glance line") func sessionLineDropped() {
         let session = HubFixture.session(
             metadata: ["flavor": "claude", "name": "Claude Bash: ls"], requests: HubFixture.json(#"{"r1":{"tool":"Bash","arguments":{"command":"ls"}}}"#))
-        #expect(NotificationComposer.permissionRequest(for: session).body == "Claude Bash: ls\nCommand: ls")
+        #expect(PushNotificationComposer.permissionRequest(for: session).body == "Claude Bash: ls\nCommand: ls")
     }
 
     @Test("§1.6 a question becomes an input-request (SPEC WINS)") func questions() throws {
         let session = HubFixture.session(
             requests: HubFixture.json(#"{"r1":{"tool":"AskUserQuestion","arguments":{"questions":[{"question":"Which?","options":[]}]}}}"#))
-        let payload = try #require(NotificationComposer.pendingRequest(for: session))
+        let payload = try #require(PushNotificationComposer.pendingRequest(for: session))
         #expect(payload.type == .inputRequest)
         #expect(payload.title == "Claude needs your input")
         #expect(payload.body == "Which?\nhapi")
@@ -358,12 +361,12 @@ enum HubFixture {
         #expect(payload.requestId == "r1")
         #expect(payload.sessionName == "hapi")
         let bash = HubFixture.session(requests: HubFixture.json(#"{"r1":{"tool":"Bash","arguments":{"command":"ls"}}}"#))
-        #expect(NotificationComposer.pendingRequest(for: bash) == NotificationComposer.permissionRequest(for: bash))
+        #expect(PushNotificationComposer.pendingRequest(for: bash) == PushNotificationComposer.permissionRequest(for: bash))
     }
 
     @Test("§4.2 nothing pending at fire time: nothing to send (deliberate)") func nothingPending() {
-        #expect(NotificationComposer.pendingRequest(for: HubFixture.session(requests: [:])) == nil)
-        #expect(NotificationComposer.pendingRequest(for: HubFixture.session()) == nil)
+        #expect(PushNotificationComposer.pendingRequest(for: HubFixture.session(requests: [:])) == nil)
+        #expect(PushNotificationComposer.pendingRequest(for: HubFixture.session()) == nil)
     }
 }
 
@@ -379,7 +382,7 @@ enum HubFixture {
     }
 
     /// (content, title, body, severity); nil title: no task notification.
-    static let cases: [(JSONValue, String?, String, Severity)] = [
+    static let cases: [(JSONValue, String?, String, PushNotificationSeverity)] = [
         (system("Tests passed", "completed"), "Task completed", "Claude · hapi · Tests passed", .success),
         (user("<task-notification><status>FAILED</status><summary>\n lint \n</summary></task-notification>"), "Task failed", "Claude · hapi · lint", .error),
         (system(.string(String(repeating: "T", count: 300)), nil), "Task completed", "Claude · hapi · " + String(repeating: "T", count: 277) + "...", .success),
@@ -404,7 +407,7 @@ enum HubFixture {
     @Test("R1.7 R1.8 task notifications", arguments: cases.indices)
     func task(_ index: Int) {
         let (content, title, body, severity) = Self.cases[index]
-        let payload = NotificationComposer.taskNotification(for: HubFixture.session(), content: content)
+        let payload = PushNotificationComposer.taskNotification(for: HubFixture.session(), content: content)
         guard let title else {
             #expect(payload == nil)
             return
@@ -424,9 +427,9 @@ enum HubFixture {
     }
 
     @Test("§4.1 ready events") func readyEvents() {
-        #expect(NotificationComposer.isReadyEvent(["type": "event", "data": ["type": "ready"]]))
-        #expect(NotificationComposer.isReadyEvent(["role": "user", "content": ["type": "event", "data": ["type": "ready"]]]))
-        #expect(!NotificationComposer.isReadyEvent(["type": "event", "data": ["type": "other"]]))
-        #expect(!NotificationComposer.isReadyEvent(["type": "output", "data": ["type": "ready"]]))
+        #expect(PushNotificationComposer.isReadyEvent(["type": "event", "data": ["type": "ready"]]))
+        #expect(PushNotificationComposer.isReadyEvent(["role": "user", "content": ["type": "event", "data": ["type": "ready"]]]))
+        #expect(!PushNotificationComposer.isReadyEvent(["type": "event", "data": ["type": "other"]]))
+        #expect(!PushNotificationComposer.isReadyEvent(["type": "output", "data": ["type": "ready"]]))
     }
 }

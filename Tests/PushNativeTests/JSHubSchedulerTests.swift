@@ -1,6 +1,9 @@
 import PushSync
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A clock that moves only when told to: sleepers whose deadline is reached wake on `advance`.
@@ -73,7 +76,7 @@ final class ManualClock: Clock, Sendable {
 final class SchedulerHarness: Sendable {
     let clock = ManualClock()
     private let sessions = Locked<[String: PushSession]>([:])
-    private let delivered = Locked<[NotificationPayload]>([])
+    private let delivered = Locked<[PushNotificationPayload]>([])
     let messages: [JSONValue]
     let scheduler: PushNotificationScheduler<ManualClock>
 
@@ -86,7 +89,7 @@ final class SchedulerHarness: Sendable {
             recentMessages: { _ in messages }, deliver: { payload in delivered.withLock { $0.append(payload) } })
     }
 
-    var sent: [NotificationPayload] { delivered.withLock { $0 } }
+    var sent: [PushNotificationPayload] { delivered.withLock { $0 } }
 
     /// Stores the session with these requests (nil: `requests` null) and tells the scheduler.
     func update(_ requests: JSONValue?, active: Bool = true) async {

@@ -1,5 +1,7 @@
 import Testing
 
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 @testable import PushTransports
 
@@ -8,8 +10,8 @@ import Testing
 @Suite struct JSHubWireTests {
     static let footer = #"AGENT_NOTIFY_SUMMARY {"version":1,"summary":"ok","status":"done"}"#
 
-    static var ready: NotificationPayload {
-        NotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(footer)])
+    static var ready: PushNotificationPayload {
+        PushNotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(footer)])
     }
 
     @Test("§6.1 iOS plaintext") func iosPlaintext() throws {
@@ -21,15 +23,15 @@ import Testing
         // The generic canonicalizer agrees with the payload's own writer.
         #expect(Self.ready.jsonValue.canonicalBytes == Self.ready.canonicalJSON)
         // Its envelope is 376 base64 characters.
-        #expect(try PushEnvelope.seal(Self.ready.canonicalJSON, key: PushKey.generate()).utf8.count == 376)
-        #expect(PushEnvelope.sealedLength(plaintextCount: Self.ready.canonicalJSON.count) == 376)
+        #expect(try PushEnvelopeCipher.seal(Self.ready.canonicalJSON, key: PushKey.generate()).utf8.count == 376)
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: Self.ready.canonicalJSON.count) == 376)
     }
 
     @Test("§6.1 sessionName, url and severity are always present") func alwaysPresent() {
         let session = HubFixture.session()
         for payload in [
-            NotificationComposer.ready(for: session, messages: []), NotificationComposer.permissionRequest(for: session),
-            NotificationComposer.taskNotification(for: session, content: JSHubTaskTests.system("s", nil)),
+            PushNotificationComposer.ready(for: session, messages: []), PushNotificationComposer.permissionRequest(for: session),
+            PushNotificationComposer.taskNotification(for: session, content: JSHubTaskTests.system("s", nil)),
         ] {
             #expect(payload?.sessionName == "hapi")
             #expect(payload?.url == "/sessions/0123456789abcdef")
@@ -47,7 +49,7 @@ import Testing
     }
 
     @Test("§6.2 direct FCM, phone permission with no request at fire time") func fcmPhonePermission() {
-        let payload = NotificationComposer.permissionRequest(for: HubFixture.session(requests: [:]))
+        let payload = PushNotificationComposer.permissionRequest(for: HubFixture.session(requests: [:]))
         let body = FCMTransport.body(token: "fcm-phone", payload: payload, target: .androidPhone, priority: .high)
         #expect(
             String(decoding: body, as: UTF8.self)
@@ -56,7 +58,7 @@ import Testing
     }
 
     @Test("§6.2 data order with a request id") func fcmRequestIdOrder() {
-        let payload = NotificationComposer.permissionRequest(for: HubFixture.session(requests: HubFixture.json(#"{"r1":{"tool":"Bash","arguments":{"command":"ls"}}}"#)))
+        let payload = PushNotificationComposer.permissionRequest(for: HubFixture.session(requests: HubFixture.json(#"{"r1":{"tool":"Bash","arguments":{"command":"ls"}}}"#)))
         let text = String(decoding: FCMTransport.body(token: "t", payload: payload, target: .androidPhone, priority: .high), as: UTF8.self)
         #expect(text.contains(#""contractVersion":"1","requestId":"r1","severity":"warning"}"#))
     }
@@ -66,13 +68,13 @@ import Testing
     @Test(
         "§6.2 answer classification",
         arguments: [
-            (404, #"{"error":{"status":"UNREGISTERED"}}"#, DeliveryOutcome.invalid),
+            (404, #"{"error":{"status":"UNREGISTERED"}}"#, PushDeliveryOutcome.invalid),
             (404, #"{"error":{"status":"NOT_FOUND"}}"#, .failed),
             (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.data.body"}]}]}}"#, .failed),
             (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token"}]}]}}"#, .invalid),
             (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"}]}}"#, .failed),
         ])
-    func fcmClassification(_ status: Int, _ body: String, _ outcome: DeliveryOutcome) {
+    func fcmClassification(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome) {
         #expect(FCMTransport.classify(status: status, body: Array(body.utf8)).outcome == outcome)
     }
 
@@ -102,9 +104,9 @@ import Testing
     @Test("§6.4 no cap in JavaScript; the contract's ladder here (SPEC WINS)") func sizeLadder() throws {
         let long = String(repeating: "漢", count: 400)
         let text = #"AGENT_NOTIFY_SUMMARY {"summary":"\#(long)","action":"\#(long)","status":"\#(long)","agent":"\#(long)","project":"\#(long)"}"#
-        let payload = NotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(text)])
+        let payload = PushNotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(text)])
         #expect(payload.canonicalJSON.count == 3338)
-        #expect(PushEnvelope.sealedLength(plaintextCount: payload.canonicalJSON.count) == 4488)
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: payload.canonicalJSON.count) == 4488)
         let (fitted, level) = try #require(PayloadFitter.fitEnvelope(payload))
         #expect(level == .withoutSummary)
         #expect(fitted.notifySummary == nil)
@@ -115,9 +117,9 @@ import Testing
         func text(_ c: String, _ n: Int) -> String { String(repeating: c, count: n) }
         let footer =
             #"AGENT_NOTIFY_SUMMARY {"version":1,"summary":"\#(text("S", 300))","action":"\#(text("A", 300))","status":"\#(text("s", 40))","agent":"\#(text("a", 90))","project":"\#(text("p", 90))"}"#
-        let payload = NotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(footer)])
+        let payload = PushNotificationComposer.ready(for: HubFixture.session(), messages: [HubFixture.agent(footer)])
         #expect(payload.canonicalJSON.count == 1324)
-        #expect(PushEnvelope.sealedLength(plaintextCount: 1324) == 1804)
+        #expect(PushEnvelopeCipher.sealedLength(plaintextCount: 1324) == 1804)
         #expect(PayloadFitter.fitEnvelope(payload)?.1 == .full)
     }
 }

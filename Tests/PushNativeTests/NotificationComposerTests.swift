@@ -1,42 +1,45 @@
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 @Suite struct NotificationComposerTests {
-    let session = NotificationComposer.Session(id: "abc", agent: "Claude", project: "hapi")
+    let session = PushNotificationComposer.Session(id: "abc", agent: "Claude", project: "hapi")
 
     @Test func readyPermissionAndTaskFollowTheContract() {
-        let ready = NotificationComposer.ready(session)
+        let ready = PushNotificationComposer.ready(session)
         #expect(ready.type == .ready)
         #expect(ready.severity == .info)
         #expect(ready.url == "/sessions/abc")
         #expect(ready.sessionName == "Claude - hapi")
         #expect(ready.contractVersion == "1")
         #expect(ready.notifySummary == nil)
-        let permission = NotificationComposer.permissionRequest(session, requestId: "req-1", toolName: "Bash", detail: "rm -rf\n build")
+        let permission = PushNotificationComposer.permissionRequest(session, requestId: "req-1", toolName: "Bash", detail: "rm -rf\n build")
         #expect(permission.type == .permissionRequest)
         #expect(permission.severity == .warning)
         #expect(permission.requestId == "req-1")
         #expect(permission.body == "Bash: rm -rf build")
         for status in ["failed", "error", "killed", "aborted", "FAILED"] {
-            #expect(NotificationComposer.taskNotification(session, status: status).severity == .error, "\(status)")
+            #expect(PushNotificationComposer.taskNotification(session, status: status).severity == .error, "\(status)")
         }
         for status in ["completed", "done", "success"] {
-            #expect(NotificationComposer.taskNotification(session, status: status).severity == .success, "\(status)")
+            #expect(PushNotificationComposer.taskNotification(session, status: status).severity == .success, "\(status)")
         }
-        #expect(NotificationComposer.taskNotification(session, status: "done").type == .taskNotification)
-        #expect(NotificationComposer.ready(.init(id: "x", agent: "Codex")).sessionName == "Codex")
-        #expect(NotificationComposer.ready(.init(id: "x", agent: "Codex", url: "/custom")).url == "/custom")
+        #expect(PushNotificationComposer.taskNotification(session, status: "done").type == .taskNotification)
+        #expect(PushNotificationComposer.ready(.init(id: "x", agent: "Codex")).sessionName == "Codex")
+        #expect(PushNotificationComposer.ready(.init(id: "x", agent: "Codex", url: "/custom")).url == "/custom")
     }
 
     @Test func notifySummaryComesFromATrailingLine() {
         let text = "Done.\nAll tests pass.\nAGENT_NOTIFY_SUMMARY {\"files\": 3, \"status\":\"ok\"}\n\n"
-        #expect(NotificationComposer.ready(session, lastAgentText: text).notifySummary == #"{"files":3,"status":"ok"}"#)
-        #expect(NotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY {\"a\":1}\nmore text") == nil)
-        #expect(NotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY not json") == nil)
-        #expect(NotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY{\"a\":1}") == nil)
-        #expect(NotificationComposer.notifySummary(in: "no summary") == nil)
-        #expect(NotificationComposer.notifySummary(in: "  AGENT_NOTIFY_SUMMARY [1, 2]") == "[1,2]")
+        #expect(PushNotificationComposer.ready(session, lastAgentText: text).notifySummary == #"{"files":3,"status":"ok"}"#)
+        #expect(PushNotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY {\"a\":1}\nmore text") == nil)
+        #expect(PushNotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY not json") == nil)
+        #expect(PushNotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY{\"a\":1}") == nil)
+        #expect(PushNotificationComposer.notifySummary(in: "no summary") == nil)
+        #expect(PushNotificationComposer.notifySummary(in: "  AGENT_NOTIFY_SUMMARY [1, 2]") == "[1,2]")
     }
 
     @Test(arguments: [
@@ -44,23 +47,23 @@ import Testing
         "functions.AskUserQuestion",
     ])
     func questionToolsAreQuestions(_ name: String) {
-        #expect(NotificationComposer.isQuestionTool(name))
-        #expect(NotificationComposer.inputRequest(session, requestId: "r", toolName: name, arguments: ["questions": [["question": "Q?"]]]) != nil)
+        #expect(PushNotificationComposer.isQuestionTool(name))
+        #expect(PushNotificationComposer.inputRequest(session, requestId: "r", toolName: name, arguments: ["questions": [["question": "Q?"]]]) != nil)
     }
 
     @Test(arguments: ["ExitPlanMode", "Bash", "mcp__server__AskUserQuestion", "mcp__x__ask_user_question", "functions.ExitPlanMode", "askuserquestion", ""])
     func otherToolsAreNotQuestions(_ name: String) {
-        #expect(!NotificationComposer.isQuestionTool(name))
-        #expect(NotificationComposer.inputRequest(session, requestId: "r", toolName: name, arguments: ["questions": [["question": "Q?"]]]) == nil)
+        #expect(!PushNotificationComposer.isQuestionTool(name))
+        #expect(PushNotificationComposer.inputRequest(session, requestId: "r", toolName: name, arguments: ["questions": [["question": "Q?"]]]) == nil)
     }
 
-    func body(_ arguments: JSONValue?, session: NotificationComposer.Session? = nil) -> String {
-        NotificationComposer.inputRequest(session ?? self.session, requestId: "r", toolName: "AskUserQuestion", arguments: arguments)?.body ?? "<nil>"
+    func body(_ arguments: JSONValue?, session: PushNotificationComposer.Session? = nil) -> String {
+        PushNotificationComposer.inputRequest(session ?? self.session, requestId: "r", toolName: "AskUserQuestion", arguments: arguments)?.body ?? "<nil>"
     }
 
     @Test func bodyShowsFirstQuestionCountAndSession() throws {
         let payload = try #require(
-            NotificationComposer.inputRequest(
+            PushNotificationComposer.inputRequest(
                 session, requestId: "r-9", toolName: "AskUserQuestion",
                 arguments: [
                     "questions": [
@@ -91,7 +94,7 @@ import Testing
         // 79 ASCII + a family emoji (7 scalars): the emoji cannot fit with the ellipsis, so it goes whole.
         let family = "👨‍👩‍👧‍👦"
         let longProject = String(repeating: "p", count: 70) + family + "tail"
-        let name = NotificationComposer.Session(id: "s", agent: "Agent", project: longProject).displayName
+        let name = PushNotificationComposer.Session(id: "s", agent: "Agent", project: longProject).displayName
         let text = body(["questions": [["question": "Q?"]]], session: .init(id: "s", agent: "Agent", project: longProject))
         let shownName = String(text.split(separator: "\n").last ?? "")
         #expect(name.unicodeScalars.count > 80)
@@ -134,7 +137,7 @@ import Testing
     }
 
     @Test func flattenCollapsesWhitespace() {
-        #expect(NotificationComposer.flatten("  a \n\t b\r\n c  ") == "a b c")
-        #expect(NotificationComposer.flatten("\u{00A0}x\u{2028}y") == "x y")
+        #expect(PushNotificationComposer.flatten("  a \n\t b\r\n c  ") == "a b c")
+        #expect(PushNotificationComposer.flatten("\u{00A0}x\u{2028}y") == "x y")
     }
 }

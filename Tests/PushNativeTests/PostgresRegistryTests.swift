@@ -3,6 +3,9 @@ import PushLoopbackServer
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 /// A hub pointed at PostgreSQL with `HAPI_PUSH_DATABASE_URL`: selection, redaction, and a
@@ -44,10 +47,10 @@ import Testing
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
         #expect(configuration.registry.name == "none")
         #expect(configuration.diagnostics.contains { $0.level == .error && $0.setting == "pushDatabaseUrl" && !$0.message.contains("secret-9") })
-        await #expect(throws: DeviceStoreError.invalidDatabaseURL) {
+        await #expect(throws: PushDeviceStoreError.invalidDatabaseURL) {
             _ = try await NativePush.start(environment: environment, dataDirectory: directory, persistSettings: false)
         }
-        #expect(!FileManager.default.fileExists(atPath: directory + "/" + SQLiteDeviceStore.defaultFileName))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/" + SQLitePushDeviceStore.defaultFileName))
     }
 
     @Test func nativePushStartsOnPostgresAndADispatchSurvivesARestartInTheMiddle() async throws {
@@ -59,7 +62,7 @@ import Testing
         var environment = providers.environment(iosMode: "relay", androidMode: "off", dataDirectory: directory)
         environment["HAPI_PUSH_DATABASE_URL"] = server.url
         let push = try await NativePush.start(environment: environment, dataDirectory: directory, persistSettings: false)
-        #expect(push.registry.store is PostgresDeviceStore)
+        #expect(push.registry.store is PostgresPushDeviceStore)
         let key = try PushKey.generate()
         let dead = String(repeating: "de", count: 32)
         for (index, token) in [String(repeating: "a1", count: 32), String(repeating: "b2", count: 32), dead].enumerated() {
@@ -73,7 +76,7 @@ import Testing
             return (gone ? LoopbackServer.Response.text(status: 410, #"{"ok":false,"code":"unregistered"}"#) : .json(#"{"ok":true}"#))
                 .delayed(milliseconds: 1500)
         }
-        let payload = NotificationComposer.ready(.init(id: "s-1", agent: "Claude", project: "hapi"))
+        let payload = PushNotificationComposer.ready(.init(id: "s-1", agent: "Claude", project: "hapi"))
         let dispatch = Task { try await push.dispatch(payload, namespace: "ns") }
         while providers.relay.requests.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
         try await server.restartAsync(mode: "immediate")

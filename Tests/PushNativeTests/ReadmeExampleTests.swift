@@ -9,8 +9,8 @@ func handleAgentReady(body: [UInt8]) async throws {
     let push = try await NativePush.start()  // HAPI_*/APNS_*/FCM_* env > ~/.hapi/settings.json > defaults
     let answer = await push.register(namespace: "default", body: body)  // POST /api/devices/register
     print(answer.status, answer.body)  // 200 {"ok":true}, or 400 naming every bad field
-    let session = NotificationComposer.Session(id: "s1", agent: "Claude", project: "hapi")
-    let report = try await push.dispatch(NotificationComposer.ready(session), namespace: "default")
+    let session = PushNotificationComposer.Session(id: "s1", agent: "Claude", project: "hapi")
+    let report = try await push.dispatch(PushNotificationComposer.ready(session), namespace: "default")
     if !report.suppressWebPush { /* no native device got it: send the Web Push fallback */ }
     await push.shutdown()
 }
@@ -21,7 +21,7 @@ func handleAgentReady(body: [UInt8]) async throws {
 /// message events; it composes and delivers when the JavaScript hub would.
 func makeScheduler(
     push: NativePush, namespace: String, session: @escaping @Sendable (String) async -> PushSession?,
-    recentMessages: @escaping @Sendable (String) async -> [JSONValue]
+    recentMessages: @escaping @Sendable (String) async -> [PushJSONValue]
 ) -> PushNotificationScheduler<ContinuousClock> {
     PushNotificationScheduler(session: session, recentMessages: recentMessages) { payload in
         let report = try? await push.dispatch(payload, namespace: namespace)

@@ -5,6 +5,9 @@ import PushTestSupport
 import Testing
 
 import PushHTTP
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 // No secret ever reaches a log line, a report, the CLI's output or a description: device tokens,
@@ -208,8 +211,8 @@ final class TextCapturingLogger: PushLogger {
             captured += [pushConfiguration.description, String(reflecting: pushConfiguration), pushConfiguration.jsonValue.canonicalString]
             captured += pushConfiguration.diagnostics.map(\.description)
             let push = try NativePush(
-                configuration: pushConfiguration, store: try SQLiteDeviceStore(directory: dataDirectory), logger: logger,
-                requestTimeout: .seconds(1))
+                configuration: pushConfiguration, store: try SQLitePushDeviceStore(directory: dataDirectory),
+                runtime: NativePush.Configuration(timeouts: .init(request: .seconds(1))), logger: logger)
             let devices = try world.devices(ios: configuration.ios, android: configuration.android, scenarios: configuration.scenarios)
             for device in devices {
                 var fields: [String: JSONValue] = [
@@ -229,15 +232,15 @@ final class TextCapturingLogger: PushLogger {
 
             for delivery in report.deliveries {
                 let device = try #require(devices.first { $0.deviceId == delivery.deviceId })
-                let expectedPrune = device.scenario == .gone && !(configuration.refused && delivery.transport == "fcm")
+                let expectedPrune = device.scenario == .gone && !(configuration.refused && delivery.transport == .fcm)
                 #expect(delivery.pruned == expectedPrune, "\(delivery)")
                 #expect(delivery.outcome != .invalid || device.scenario == .gone, "\(delivery)")
-                if configuration.refused && delivery.transport == "fcm" {
-                    #expect(delivery.outcome == .failed && delivery.reason?.hasPrefix("oauth: ") == true, "\(delivery)")
+                if configuration.refused && delivery.transport == .fcm {
+                    #expect(delivery.outcome == .failed && delivery.reasonText?.hasPrefix("oauth: ") == true, "\(delivery)")
                 }
-                if device.scenario == .timeout { #expect(delivery.reason == "timeout", "\(delivery)") }
-                if device.scenario == .expiredProviderToken && delivery.transport == "apns" {
-                    #expect(delivery.reason == "ExpiredProviderToken", "\(delivery)")
+                if device.scenario == .timeout { #expect(delivery.reasonText == "timeout", "\(delivery)") }
+                if device.scenario == .expiredProviderToken && delivery.transport == .apns {
+                    #expect(delivery.reasonText == "ExpiredProviderToken", "\(delivery)")
                 }
             }
             // Only what was pruned is gone.
@@ -338,7 +341,7 @@ final class TextCapturingLogger: PushLogger {
         let world = try SecretWorld()
         let device = try world.device("ios", "iphone", .ok)
         let key = try #require(device.key)
-        let registration = DeviceRegistration(
+        let registration = PushDeviceRegistration(
             namespace: "ns", deviceId: "iphone", platform: .ios, token: device.token, pushKey: key, createdAt: 1, updatedAt: 2)
         let credentials = try APNsCredentials(
             pem: Array(world.providers.apnsKeys.privateKeyPEM.utf8), keyId: "DEMO123456", teamId: "TEAM123456", bundleId: "run.hapi.app")
@@ -346,7 +349,7 @@ final class TextCapturingLogger: PushLogger {
         let dataDirectory = world.directory + "/descriptions"
         let configuration = try PushConfiguration.load(
             environment: world.environment(ios: "apns", android: "fcm", dataDirectory: dataDirectory), dataDirectory: dataDirectory)
-        let envelope = try PushEnvelope.seal(readyPayloadForSecrets.canonicalJSON, key: key)
+        let envelope = try PushEnvelopeCipher.seal(readyPayloadForSecrets.canonicalJSON, key: key)
         let jwt = "eyJhbGciOiJFUzI1NiIsImtpZCI6IkRFTU8xMjM0NTYifQ.eyJpc3MiOiJURUFNIn0.c2lnbmF0dXJl"
         let request = HTTPRequest(
             method: .post, url: "https://api.push.apple.com/3/device/\(device.token)?k=\(key.base64)",
@@ -362,7 +365,7 @@ final class TextCapturingLogger: PushLogger {
             return secrets.filter { text.contains($0) }.map { String($0.prefix(6)) + "…" }
         }
         let values: [(String, Any)] = [
-            ("PushKey", key), ("DeviceRegistration", registration), ("APNsCredentials", credentials), ("FCMServiceAccount", account),
+            ("PushKey", key), ("PushDeviceRegistration", registration), ("APNsCredentials", credentials), ("FCMServiceAccount", account),
             ("PushConfiguration", configuration), ("HTTPRequest", request), ("HTTPHeaders", request.headers),
         ]
         for (name, value) in values {
@@ -379,7 +382,7 @@ final class TextCapturingLogger: PushLogger {
     }
 }
 
-let readyPayloadForSecrets = NotificationPayload(
+let readyPayloadForSecrets = PushNotificationPayload(
     type: .ready, sessionId: "s-secret", sessionName: "claude - hapi", url: "/sessions/s-secret", title: "Claude is ready",
     body: "Ready for input", severity: .info)
 

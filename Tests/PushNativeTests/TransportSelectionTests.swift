@@ -2,6 +2,9 @@ import Foundation
 import PushTestSupport
 import Testing
 
+import PushTransports
+import DeviceRegistry
+import PushEnvelope
 @testable import PushNative
 
 @Suite struct AndroidSelectionTests {

@@ -3,6 +3,7 @@ import Glibc
 import PushEnvelope
 import PushHTTP
 import PushLoopbackServer
+import DeviceRegistry
 import PushNative
 import PushSync
 import PushTestSupport
@@ -26,7 +27,7 @@ import Testing
         var environment = providers.environment(iosMode: "relay", androidMode: "relay", dataDirectory: directory)
         environment["HAPI_PUSH_RELAY_URL"] = relayURL + "/"
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
-        let push = try NativePush(configuration: configuration, store: InMemoryDeviceStore())
+        let push = try NativePush(configuration: configuration, store: InMemoryPushDeviceStore())
         let iosKey = try PushKey.generate()
         let phoneKey = try PushKey.generate()
         let iosToken = String(repeating: "C0", count: 32)
@@ -37,15 +38,15 @@ import Testing
             #expect(answer.status == 200)
         }
         let payloads = [
-            NotificationComposer.ready(.init(id: "s-1", agent: "Claude", project: "hapi"), lastAgentText: "all done"),
-            NotificationComposer.permissionRequest(.init(id: "s-2", agent: "Codex", project: "hapi"), requestId: "r-1", toolName: "Bash", detail: "ls -la"),
+            PushNotificationComposer.ready(.init(id: "s-1", agent: "Claude", project: "hapi"), lastAgentText: "all done"),
+            PushNotificationComposer.permissionRequest(.init(id: "s-2", agent: "Codex", project: "hapi"), requestId: "r-1", toolName: "Bash", detail: "ls -la"),
         ]
         for payload in payloads {
             let report = try await push.dispatch(payload, namespace: "ns")
             #expect(report.suppressWebPush)
             for delivery in report.deliveries {
-                #expect(delivery.outcome == .sent, "\(delivery.deviceId): \(delivery.reason ?? "")")
-                #expect(delivery.transport == "relay")
+                #expect(delivery.outcome == .sent, "\(delivery.deviceId): \(delivery.reasonText ?? "")")
+                #expect(delivery.transport == .relay)
             }
         }
         await push.shutdown()
@@ -60,7 +61,7 @@ import Testing
             #expect(body["aps"]?["mutable-content"] == 1)
             let envelope = try #require(body["hapi"]?["e"]?.stringValue)
             #expect(try ReceivedPush.decode(version: "1", envelope: envelope, key: iosKey) == payload)
-            #expect(throws: EnvelopeError.self) { try ReceivedPush.decode(version: "1", envelope: envelope, key: phoneKey) }
+            #expect(throws: PushEnvelopeError.self) { try ReceivedPush.decode(version: "1", envelope: envelope, key: phoneKey) }
             #expect(!request.bodyString.contains("Claude") && !request.bodyString.contains("Codex"))
         }
         // FCM: data-only hapi_v/hapi_e; the phone opens hapi_e with its key.
@@ -93,11 +94,11 @@ import Testing
         var environment = providers.environment(iosMode: "relay", androidMode: "off", dataDirectory: directory)
         environment["HAPI_PUSH_RELAY_URL"] = server.url
         let push = try NativePush(
-            configuration: try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false), store: InMemoryDeviceStore())
+            configuration: try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false), store: InMemoryPushDeviceStore())
         let key = try PushKey.generate()
         let body = JSONValue.object(["platform": "ios", "deviceId": "iphone", "token": .string(String(repeating: "ab", count: 32)), "pushKey": .string(key.base64)])
         _ = await push.register(namespace: "ns", body: body.canonicalBytes)
-        let report = try await push.dispatch(NotificationComposer.ready(.init(id: "s", agent: "Claude", project: "hapi")), namespace: "ns")
+        let report = try await push.dispatch(PushNotificationComposer.ready(.init(id: "s", agent: "Claude", project: "hapi")), namespace: "ns")
         let devices = try await push.registry.store.devices(namespace: "ns", platforms: nil)
         await push.shutdown()
         await server.stop()

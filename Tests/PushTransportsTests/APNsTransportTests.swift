@@ -81,7 +81,7 @@ struct APNsFixture {
     }
 
     @Test(arguments: [
-        (200, "", DeliveryOutcome.sent, nil as String?),
+        (200, "", PushDeliveryOutcome.sent, nil as String?),
         (410, #"{"reason":"Unregistered","timestamp":1700000000000}"#, .invalid, "Unregistered"),
         (410, #"{"reason":"ExpiredToken"}"#, .invalid, "ExpiredToken"),
         (410, "", .failed, "http_410"),
@@ -98,12 +98,12 @@ struct APNsFixture {
         (503, #"{"reason":"ServiceUnavailable"}"#, .failed, "ServiceUnavailable"),
         (503, "<html>", .failed, "http_503"),
     ])
-    func answersAreClassified(_ status: Int, _ body: String, _ outcome: DeliveryOutcome, _ reason: String?) async throws {
+    func answersAreClassified(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome, _ reason: String?) async throws {
         let fixture = try APNsFixture { _ in .text(status: status, body) }
         let result = try #require(await fixture.transport.send([envelopeDelivery()]).first)
         await fixture.stand.shutdown()
         #expect(result.outcome == outcome)
-        #expect(result.reason == reason)
+        #expect(result.reasonText == reason)
         #expect(result.status == status)
         if status == 410 && outcome == .invalid && body.contains("timestamp") { #expect(result.invalidSince == 1_700_000_000_000) }
     }
@@ -131,7 +131,7 @@ struct APNsFixture {
         let again = try #require(await fixture.transport.send([envelopeDelivery()]).first)
         await fixture.stand.shutdown()
         #expect(again.outcome == .failed)
-        #expect(again.reason == "ExpiredProviderToken")
+        #expect(again.reasonText == "ExpiredProviderToken")
         #expect(fixture.stand.server.requests.count == 2)
     }
 
@@ -186,7 +186,7 @@ struct APNsFixture {
         let fixture = try APNsFixture { _ in .text(status: 429, #"{"reason":"TooManyProviderTokenUpdates"}"#) }
         let results = await fixture.transport.send((0..<5).map { _ in envelopeDelivery() })
         await fixture.stand.shutdown()
-        #expect(results.allSatisfy { $0.outcome == .failed && $0.reason == "TooManyProviderTokenUpdates" })
+        #expect(results.allSatisfy { $0.outcome == .failed && $0.reasonText == "TooManyProviderTokenUpdates" })
         #expect(await fixture.tokens.mintCount == 1)
     }
 
@@ -194,7 +194,7 @@ struct APNsFixture {
         let fixture = try APNsFixture(timeout: .milliseconds(400)) { _ in .action(.neverRespond) }
         let timedOut = try #require(await fixture.transport.send([envelopeDelivery()]).first)
         #expect(timedOut.outcome == .failed)
-        #expect(timedOut.reason == "timeout")
+        #expect(timedOut.reasonText == "timeout")
         fixture.stand.server.respond { _ in .action(.resetStream(errorCode: 2)) }
         let reset = try #require(await fixture.transport.send([envelopeDelivery()]).first)
         #expect(reset.outcome == .failed)
@@ -248,10 +248,10 @@ func hex4(_ value: Int) -> String {
         let client = try HTTPClient(configuration: .init(requestTimeout: .seconds(2)))
         let transport = APNsTransport(endpoint: "https://127.0.0.1:1", credentials: credentials, client: client)
         let first = await transport.send([envelopeDelivery()])
-        #expect(first.first?.reason == "connection_refused")
+        #expect(first.first?.reasonText == "connection_refused")
         // Within the backoff window sends fail fast without connecting again.
         let during = await transport.send((0..<20).map { _ in envelopeDelivery() })
-        #expect(during.allSatisfy { $0.outcome == .failed && $0.reason == "endpoint_backoff" && $0.attempts == 0 })
+        #expect(during.allSatisfy { $0.outcome == .failed && $0.reasonText == "endpoint_backoff" && $0.attempts == 0 })
         await client.shutdown()
     }
 

@@ -131,8 +131,8 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         await fixture.stand.shutdown()
         #expect(results.count == 50)
         #expect(results.allSatisfy { $0.outcome == .failed })
-        #expect(results.first?.reason?.contains("invalid_grant") == true)
-        #expect(results.first?.reason?.contains("Invalid JWT Signature.") == true)
+        #expect(results.first?.reasonText?.contains("invalid_grant") == true)
+        #expect(results.first?.reasonText?.contains("Invalid JWT Signature.") == true)
         #expect(fixture.exchanges.count == 1)
         #expect(fixture.sends.isEmpty)
     }
@@ -147,7 +147,7 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         #"{"error":{"code":400,"message":"Invalid JSON payload received. Unknown name \"foo\"","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.data","description":"bad"}]}]}}"#
 
     @Test(arguments: [
-        (200, #"{"name":"projects/p/messages/1"}"#, DeliveryOutcome.sent, nil as String?),
+        (200, #"{"name":"projects/p/messages/1"}"#, PushDeliveryOutcome.sent, nil as String?),
         (404, unregistered, .invalid, "UNREGISTERED"),
         (404, #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND"}}"#, .failed,
             "NOT_FOUND: Requested entity was not found."),
@@ -164,12 +164,12 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
             "UNAVAILABLE: The service is currently unavailable."),
         (500, "oops", .failed, "http_500"),
     ])
-    func answersAreClassified(_ status: Int, _ body: String, _ outcome: DeliveryOutcome, _ reason: String?) async throws {
+    func answersAreClassified(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome, _ reason: String?) async throws {
         let fixture = try FCMFixture(respond: FCMFixture.google(send: { _ in .text(status: status, body) }))
         let result = try #require(await fixture.transport.send([plaintextDelivery()]).first)
         await fixture.stand.shutdown()
         #expect(result.outcome == outcome)
-        #expect(result.reason == reason)
+        #expect(result.reasonText == reason)
         #expect(result.status == status)
     }
 
@@ -188,15 +188,15 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         #expect(try await fixture.tokens.token() == "ya29.test-access")
         let result = try #require(await fixture.transport.send([plaintextDelivery()]).first)
         #expect(result.outcome == .failed)
-        #expect(result.reason == "timeout")
+        #expect(result.reasonText == "timeout")
         fixture.stand.server.respond(FCMFixture.google(send: { _ in .action(.dropConnection) }))
         #expect(await fixture.transport.send([plaintextDelivery()]).first?.outcome == .failed)
         await fixture.stand.shutdown()
     }
 
     @Test func serviceAccountFieldsAreRequired() {
-        #expect(throws: CredentialError.missingFields) { try FCMServiceAccount(json: Array(#"{"project_id":"p"}"#.utf8)) }
-        #expect(throws: CredentialError.malformed) { try FCMServiceAccount(json: Array("nope".utf8)) }
-        #expect(throws: CredentialError.unreadable) { try FCMServiceAccount(contentsOfFile: "/nonexistent/sa.json") }
+        #expect(throws: PushCredentialError.missingFields) { try FCMServiceAccount(json: Array(#"{"project_id":"p"}"#.utf8)) }
+        #expect(throws: PushCredentialError.malformed) { try FCMServiceAccount(json: Array("nope".utf8)) }
+        #expect(throws: PushCredentialError.unreadable) { try FCMServiceAccount(contentsOfFile: "/nonexistent/sa.json") }
     }
 }

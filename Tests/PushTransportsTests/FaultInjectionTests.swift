@@ -144,7 +144,7 @@ final class FaultRig: @unchecked Sendable {
     let transport: any PushTransport
     let directory: String
 
-    init(fault: InjectedFault, kind: FaultTransportKind, retryPolicy: RetryPolicy = .none) throws {
+    init(fault: InjectedFault, kind: FaultTransportKind, retryPolicy: PushRetryPolicy = .none) throws {
         self.fault = fault
         self.kind = kind
         target = try RecordingServer(respond: FaultRig.responder(fault, kind))
@@ -265,7 +265,7 @@ final class FaultRig: @unchecked Sendable {
             case .apns:
                 return PushDelivery(target: .ios, token: hexToken, content: .envelope("ZW52ZWxvcGU="), collapseId: "ready-s1")
             case .fcm:
-                let payload = NotificationPayload(type: .ready, sessionId: "s1", title: "Claude is ready", body: "Ready for input")
+                let payload = PushNotificationPayload(type: .ready, sessionId: "s1", title: "Claude is ready", body: "Ready for input")
                 return PushDelivery(
                     target: index % 3 == 2 ? .wear : .androidPhone, token: "fcm:fault-\(round)-\(index)", content: .plaintext(payload),
                     collapseId: "ready-s1")
@@ -315,9 +315,9 @@ final class FaultRig: @unchecked Sendable {
         await rig.stop()
 
         let outcomes = Dictionary(grouping: results, by: \.outcome).mapValues(\.count)
-        let reasons = Set(results.compactMap(\.reason))
+        let reasons = Set(results.compactMap(\.reasonText))
         print(
-            "fault-matrix \(fault.rawValue) × \(kind.rawValue): \(results.count) pushes, outcomes \(outcomes.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: " ")), reasons \(reasons.sorted()), statuses \(Set(results.compactMap(\.status)).sorted()), \(Self.milliseconds(elapsed)) ms, retries \(retries), recovered \(recovered.filter { $0.outcome == .sent }.count)/\(recovered.count)\(recovered.allSatisfy { $0.outcome == .sent } ? "" : " \(recovered.map { $0.reason ?? "sent" })")"
+            "fault-matrix \(fault.rawValue) × \(kind.rawValue): \(results.count) pushes, outcomes \(outcomes.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: " ")), reasons \(reasons.sorted()), statuses \(Set(results.compactMap(\.status)).sorted()), \(Self.milliseconds(elapsed)) ms, retries \(retries), recovered \(recovered.filter { $0.outcome == .sent }.count)/\(recovered.count)\(recovered.allSatisfy { $0.outcome == .sent } ? "" : " \(recovered.map { $0.reasonText ?? "sent" })")"
         )
 
         #expect(results.count == batch.count)
@@ -332,8 +332,8 @@ final class FaultRig: @unchecked Sendable {
             #expect(retries <= batch.count)
             // Under a sanitizer (several times slower) the retry on a fresh connection can outlast
             // the 1 s timeout: still failed, never invalid, which is the property that matters.
-            let unexpected = results.filter { $0.outcome != .sent && !fault.allowedReasons.contains($0.reason ?? "") }
-            #expect(unexpected.allSatisfy { $0.reason == "timeout" }, "reasons \(results.map { $0.reason ?? "sent" })")
+            let unexpected = results.filter { $0.outcome != .sent && !fault.allowedReasons.contains($0.reasonText ?? "") }
+            #expect(unexpected.allSatisfy { $0.reasonText == "timeout" }, "reasons \(results.map { $0.reasonText ?? "sent" })")
         case .serverErrorStorm:
             #expect(results.allSatisfy { $0.outcome == .failed && [500, 502, 503].contains($0.status ?? 0) && $0.attempts == 1 })
             #expect(Set(results.compactMap(\.status)) == [500, 502, 503])
@@ -342,13 +342,13 @@ final class FaultRig: @unchecked Sendable {
         default:
             #expect(results.allSatisfy { $0.outcome == .failed }, "\(results.map(\.outcome))")
             #expect(
-                results.allSatisfy { fault.allowedReasons.contains($0.reason ?? "") }, "reasons \(results.map { $0.reason ?? "nil" })")
+                results.allSatisfy { fault.allowedReasons.contains($0.reasonText ?? "") }, "reasons \(results.map { $0.reasonText ?? "nil" })")
             #expect(results.allSatisfy { $0.status == nil }, "a status from a cut or missing answer")
         }
         if fault.startsEndpointBackoff {
-            #expect(backoff.allSatisfy { $0.outcome == .failed && $0.reason == "endpoint_backoff" && $0.attempts == 0 })
+            #expect(backoff.allSatisfy { $0.outcome == .failed && $0.reasonText == "endpoint_backoff" && $0.attempts == 0 })
         }
-        #expect(recovered.allSatisfy { $0.outcome == .sent }, "after healing: \(recovered.map { $0.reason ?? "sent" })")
+        #expect(recovered.allSatisfy { $0.outcome == .sent }, "after healing: \(recovered.map { $0.reasonText ?? "sent" })")
         #expect(leakedHandles == 0)
         if fault == .untrustedCertificate { #expect(rig.untrusted?.requests.isEmpty == true) }
     }
@@ -357,7 +357,7 @@ final class FaultRig: @unchecked Sendable {
     /// stretching the push: one attempt, well within the timeout.
     @Test(arguments: FaultTransportKind.allCases)
     func retryAfterBeyondThePolicyDeadlineIsNotWaitedFor(_ kind: FaultTransportKind) async throws {
-        let policy = RetryPolicy(
+        let policy = PushRetryPolicy(
             maximumAttempts: 3, initialBackoff: .milliseconds(20), maximumBackoff: .milliseconds(50), totalDeadline: .milliseconds(800))
         let rig = try FaultRig(fault: .rateLimitedWithRetryAfter, kind: kind, retryPolicy: policy)
         let clock = ContinuousClock()
@@ -391,7 +391,7 @@ final class FaultRig: @unchecked Sendable {
         let exchanges = rig.google.requests.count
         let sends = rig.target.requests.count
         await rig.stop()
-        #expect(results.allSatisfy { $0.outcome == .failed && ($0.reason ?? "").hasPrefix("oauth: ") && $0.attempts == 0 })
+        #expect(results.allSatisfy { $0.outcome == .failed && ($0.reasonText ?? "").hasPrefix("oauth: ") && $0.attempts == 0 })
         #expect(elapsed < FaultRig.requestTimeout + FaultRig.margin)
         #expect(recovered.allSatisfy { $0.outcome == .sent })
         #expect(sends == 4)  // nothing was sent without a token
@@ -409,10 +409,10 @@ final class FaultRig: @unchecked Sendable {
         let afterOneWindow = await rig.transport.send(rig.deliveries(2, round: 1))
         await rig.stop()
         #expect(first.allSatisfy { $0.outcome == .failed })
-        let refused = first.filter { $0.reason == "connection_refused" }.count
+        let refused = first.filter { $0.reasonText == "connection_refused" }.count
         // Only meaningful when more than one push really hit the refused port.
         if refused > 1 {
-            #expect(afterOneWindow.allSatisfy { $0.outcome == .sent }, "\(afterOneWindow.map { $0.reason ?? "sent" })")
+            #expect(afterOneWindow.allSatisfy { $0.outcome == .sent }, "\(afterOneWindow.map { $0.reasonText ?? "sent" })")
         }
     }
 

@@ -48,16 +48,16 @@ import Testing
             status: 400,
             body: Array(#"{"error":{"code":400,"message":"Bearer ya29.a0AfH6SMBx3k9ZqVwXyZ0123456789abcdef refused \u202e\#(long)","status":"INVALID\u001b","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\u0085\#(long)"}]}}"#.utf8))
         for result in [relay, apns, fcm] {
-            let reason = result.reason ?? ""
+            let reason = result.reasonText ?? ""
             #expect(!hasControls(reason), "\(reason.debugDescription)")
             #expect(reason.count <= 270, "\(reason.count)")
             #expect(!reason.contains(token))
             #expect(!reason.contains("ya29.a0AfH6SMBx3k9ZqVwXyZ0123456789abcdef"))
         }
-        #expect(relay.reason?.hasPrefix(#"bad\x1B[31mlorem ipsum"#) == true, "\(relay.reason ?? "")")
-        #expect(relay.reason?.contains("token [redacted] \\x07\\x9B") == true, "\(relay.reason ?? "")")
-        #expect(apns.reason?.hasPrefix(#"Bad\r\nX-Forged: 1"#) == true)
-        #expect(fcm.reason?.hasPrefix(#"\x85lorem ipsum"#) == true, "\(fcm.reason ?? "")")
+        #expect(relay.reasonText?.hasPrefix(#"bad\x1B[31mlorem ipsum"#) == true, "\(relay.reasonText ?? "")")
+        #expect(relay.reasonText?.contains("token [redacted] \\x07\\x9B") == true, "\(relay.reasonText ?? "")")
+        #expect(apns.reasonText?.hasPrefix(#"Bad\r\nX-Forged: 1"#) == true)
+        #expect(fcm.reasonText?.hasPrefix(#"\x85lorem ipsum"#) == true, "\(fcm.reasonText ?? "")")
         // The decisions still read the provider's words as sent.
         #expect(APNsTransport.classify(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).outcome == .invalid)
     }
@@ -72,7 +72,7 @@ import Testing
         let transport = RelayTransport(baseURL: stand.server.baseURL, client: stand.client)
         let results = await transport.send([envelopeDelivery(.androidPhone, token: token)])
         await stand.shutdown()
-        #expect(results.first?.reason == "bad_request: token [redacted] refused", "\(results.first?.reason ?? "")")
+        #expect(results.first?.reasonText == "bad_request: token [redacted] refused", "\(results.first?.reasonText ?? "")")
     }
 
     @Test func anOAuthErrorIsSanitized() async throws {
@@ -82,7 +82,7 @@ import Testing
             }))
         let results = await fixture.transport.send([plaintextDelivery()])
         await fixture.stand.shutdown()
-        let reason = results.first?.reason ?? ""
+        let reason = results.first?.reasonText ?? ""
         #expect(reason.hasPrefix(#"oauth: Google refused the service account (invalid_grant\x1B]0;pwned\x07: yyy"#), "\(reason)")
         #expect(!hasControls(reason))
         #expect(reason.count < 400)

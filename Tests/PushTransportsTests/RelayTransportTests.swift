@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (200, #"{"ok":true}"#, DeliveryOutcome.sent, nil as String?),
+        (200, #"{"ok":true}"#, PushDeliveryOutcome.sent, nil as String?),
         (410, #"{"ok":false,"code":"unregistered"}"#, .invalid, "unregistered"),
         (410, "Gone", .failed, "http_410"),
         (400, #"{"ok":false,"code":"bad_request","message":"token must be hex"}"#, .failed, "bad_request: token must be hex"),
@@ -45,13 +45,13 @@ import Testing
         (500, "internal error", .failed, "http_500"),
         (404, "", .failed, "http_404"),
     ])
-    func answersAreClassified(_ status: Int, _ body: String, _ outcome: DeliveryOutcome, _ reason: String?) async throws {
+    func answersAreClassified(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome, _ reason: String?) async throws {
         let stand = try StandIn { _ in .text(status: status, body) }
         let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client)
         let result = try #require(await relay.send([envelopeDelivery()]).first)
         await stand.shutdown()
         #expect(result.outcome == outcome)
-        #expect(result.reason == reason)
+        #expect(result.reasonText == reason)
         #expect(result.status == status)
         #expect(result.attempts == 1)
     }
@@ -64,7 +64,7 @@ import Testing
         let results = await relay.send([envelopeDelivery(envelope: exact), envelopeDelivery(envelope: over)])
         await stand.shutdown()
         #expect(results.map(\.outcome) == [.sent, .failed])
-        #expect(results[1].reason == "too_large")
+        #expect(results[1].reasonText == "too_large")
         #expect(stand.server.requests.count == 1)
     }
 
@@ -77,7 +77,7 @@ import Testing
         let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client)
         let timedOut = try #require(await relay.send([envelopeDelivery()]).first)
         #expect(timedOut.outcome == .failed)
-        #expect(timedOut.reason == "timeout")
+        #expect(timedOut.reasonText == "timeout")
         stand.server.respond { _ in .action(.dropConnection) }
         let dropped = try #require(await relay.send([envelopeDelivery()]).first)
         #expect(dropped.outcome == .failed)
@@ -87,7 +87,7 @@ import Testing
         let refused = RelayTransport(baseURL: "https://127.0.0.1:1", client: try HTTPClient())
         let result = try #require(await refused.send([envelopeDelivery()]).first)
         #expect(result.outcome == .failed)
-        #expect(result.reason == "connection_refused")
+        #expect(result.reasonText == "connection_refused")
     }
 
     @Test func wearCannotUseTheRelay() async throws {
@@ -104,7 +104,7 @@ import Testing
             _ = request
             return .text(status: 503, #"{"ok":false,"code":"upstream"}"#)
         }
-        let policy = RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), maximumBackoff: .milliseconds(20))
+        let policy = PushRetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), maximumBackoff: .milliseconds(20))
         let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client, retryPolicy: policy)
         let failed = try #require(await relay.send([envelopeDelivery()]).first)
         #expect(failed.attempts == 3)
@@ -132,7 +132,7 @@ import Testing
         await stand.shutdown()
         let record = try #require(logger.all.first)
         #expect(record.tokenHash == TokenFingerprint.of(sampleIOSToken))
-        #expect(record.transport == "relay")
+        #expect(record.transport == .relay)
         #expect(record.platform == "ios")
         #expect(!record.description.contains(sampleIOSToken))
         #expect(!record.description.contains("c2VjcmV0"))

@@ -44,7 +44,7 @@ final class ManualClock: Sendable {
 }
 
 let sampleIOSToken = String(repeating: "a1", count: 32)
-let samplePayload = NotificationPayload(
+let samplePayload = PushNotificationPayload(
     type: .ready, sessionId: "s1", sessionName: "claude - hapi", url: "/sessions/s1", title: "Claude is ready", body: "Ready for input",
     severity: .info)
 

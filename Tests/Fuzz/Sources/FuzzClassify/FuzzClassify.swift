@@ -24,7 +24,7 @@ func check(_ provider: String, _ result: Classification, status: Int, invalidOnl
     case .sent:
         require((200...299).contains(status), "\(provider): sent for status \(status)")
     case .invalid:
-        require(invalidOnly[status]?.contains(result.reason ?? "") == true, "\(provider): invalid for status \(status): \(result)")
+        require(invalidOnly[status]?.contains(result.reasonText ?? "") == true, "\(provider): invalid for status \(status): \(result)")
         require(!result.retryable, "\(provider): a dead token is retryable: \(result)")
     case .failed:
         require(!(200...299).contains(status), "\(provider): failed for 2xx status \(status)")

@@ -14,14 +14,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
 
     let received = String(decoding: input, as: UTF8.self)
-    _ = try? PushEnvelope.open(received, key: key)
+    _ = try? PushEnvelopeCipher.open(received, key: key)
     _ = try? ReceivedPush.decode(version: "1", envelope: received, key: key)
 
     let envelope: String
     do {
-        envelope = try PushEnvelope.seal(input, key: key, testVectorNonce: nonce)
-        require(envelope.utf8.count == PushEnvelope.sealedLength(plaintextCount: size), "sealedLength is wrong")
-        let opened = try PushEnvelope.open(envelope, key: key)
+        envelope = try PushEnvelopeCipher.seal(input, key: key, testVectorNonce: nonce)
+        require(envelope.utf8.count == PushEnvelopeCipher.sealedLength(plaintextCount: size), "sealedLength is wrong")
+        let opened = try PushEnvelopeCipher.open(envelope, key: key)
         require(opened == input, "open(seal(x)) != x")
     } catch {
         violated("sealing or opening \(size) bytes failed: \(error)")
@@ -30,17 +30,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var tampered = try! Base64.decode(envelope)
     tampered[size % tampered.count] ^= 1 << (size % 8)
     do {
-        _ = try PushEnvelope.open(Base64.encode(tampered), key: key)
+        _ = try PushEnvelopeCipher.open(Base64.encode(tampered), key: key)
         violated("a tampered envelope opened")
     } catch {
         require(error == .authenticationFailed, "tampering gave \(error)")
     }
 
-    let expected = (try? JSONParser.parse(input)).flatMap { try? NotificationPayload(jsonObject: $0) }
+    let expected = (try? JSONParser.parse(input)).flatMap { try? PushNotificationPayload(jsonObject: $0) }
     let decoded = try? ReceivedPush.decode(version: "1", envelope: envelope, key: key)
     require(decoded == expected, "device decoded \(String(describing: decoded)), expected \(String(describing: expected))")
     if let decoded {
-        let again = try? NotificationPayload(jsonObject: JSONParser.parse(decoded.canonicalJSON))
+        let again = try? PushNotificationPayload(jsonObject: JSONParser.parse(decoded.canonicalJSON))
         require(again == decoded, "payload does not round-trip through its canonical JSON")
     }
     return 0

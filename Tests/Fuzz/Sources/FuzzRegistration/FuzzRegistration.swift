@@ -8,7 +8,7 @@ import PushEnvelope
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let body = Array(UnsafeBufferPointer(start: data, count: size))
     do {
-        let request = try DeviceRegistry.decodeRegistration(namespace: "default", body: body)
+        let request = try PushDeviceRegistry.decodeRegistration(namespace: "default", body: body)
         require(!request.token.isEmpty, "accepted an empty token")
         require((1...128).contains(request.deviceId.utf16.count), "accepted deviceId \(request.deviceId.utf16.count) units long")
         switch request.platform {
@@ -24,7 +24,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         checkAnswer(error)
     }
     do {
-        let token = try DeviceRegistry.decodeUnregistration(body: body)
+        let token = try PushDeviceRegistry.decodeUnregistration(body: body)
         require(!token.isEmpty, "accepted an empty unregister token")
     } catch {
         checkAnswer(error)
@@ -33,8 +33,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 /// The 400 body is `{"error":"Invalid body","issues":{"formErrors":[...],"fieldErrors":{...}}}`.
-func checkAnswer(_ error: RegistrationError) {
-    require(!error.fieldErrors.isEmpty || !error.formErrors.isEmpty, "a RegistrationError without problems")
+func checkAnswer(_ error: PushRegistrationError) {
+    require(!error.fieldErrors.isEmpty || !error.formErrors.isEmpty, "a PushRegistrationError without problems")
     let fields: JSONValue = .object(error.orderedFieldErrors.map { (key: $0.field, value: .array($0.messages.map { .string($0) })) })
     guard let answer = try? JSONParser.parse(error.responseBody),
         answer["error"] == "Invalid body", answer["issues"]?["fieldErrors"] == fields,

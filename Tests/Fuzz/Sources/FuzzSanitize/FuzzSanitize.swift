@@ -14,7 +14,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         ("relay", RelayTransport.classify(status: status, body: body)), ("APNs", APNsTransport.classify(status: status, body: body)),
         ("FCM", FCMTransport.classify(status: status, body: body)),
     ] {
-        guard let reason = result.reason else { continue }
+        guard let reason = result.reasonText else { continue }
         check(reason, provider)
     }
     return 0

@@ -18,7 +18,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Data(bytes: data, count: size)
     try! input.write(to: URL(fileURLWithPath: settingsPath))
 
-    let read = Result { () throws(SettingsFileError) in try SettingsFile(path: settingsPath).read() }
+    let read = Result { () throws(PushSettingsFileError) in try SettingsFile(path: settingsPath).read() }
     do {
         let configuration = try PushConfiguration.load(environment: ["HOME": directory], dataDirectory: directory, persist: false)
         guard case .success = read else { violated("load succeeded where read() failed") }

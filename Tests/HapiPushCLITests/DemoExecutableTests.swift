@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+
+/// Issue 12, item 6: the demo is its own executable; `hapi-push demo` still runs it, and the
+/// operator's `hapi-push` carries no test code (no loopback server, no test keys).
+@Suite struct DemoExecutableTests {
+    @Test func hapiPushDemoHandsOverToTheDemoExecutable() throws {
+        let result = try CLI.run(["demo"], timeout: .seconds(120))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("The golden envelope"))
+        #expect(result.stdout.contains("The Web Push decision"))
+    }
+
+    @Test func theDemoRunsOnItsOwn() throws {
+        let demo = CLI.executable.deletingLastPathComponent().appendingPathComponent("hapi-push-demo")
+        let result = try CLI.run([], timeout: .seconds(120), executable: demo)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("A 410 from the provider prunes exactly that device"))
+        #expect(try CLI.run(["--extra"], executable: demo).status == 2)
+    }
+
+    /// Swift symbols carry their module's name: none of the test modules' names (nor the test
+    /// key shim's functions) appear in the `hapi-push` binary.
+    @Test func hapiPushLinksNoTestCode() throws {
+        let binary = try Data(contentsOf: CLI.executable)
+        for name in ["PushLoopbackServer", "PushTestSupport", "hapi_test_", "CHapiLoopback"] {
+            #expect(binary.range(of: Data(name.utf8)) == nil, "hapi-push contains \(name)")
+        }
+        let demo = try Data(contentsOf: CLI.executable.deletingLastPathComponent().appendingPathComponent("hapi-push-demo"))
+        #expect(demo.range(of: Data("PushLoopbackServer".utf8)) != nil, "the check above would not see a linked module")
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Glibc
+import PushHTTP
+import PushLoopbackServer
+import PushSync
+import PushTestSupport
+import Testing
+
+import DeviceRegistry
+import PushTransports
+@testable import PushNative
+
+/// Issue 12, item 3, at the level of a dispatch: while another process holds the SQLite write
+/// lock, eight (or more: twice the cores) dispatches that must prune a dead token wait for it
+/// without holding a Swift concurrency thread, so a ticking task keeps its pace; a dispatch's
+/// read of the devices (and `devices list`'s) takes no write lock and does not wait at all.
+@Suite struct DispatchOnALockedDatabaseTests {
+    static let dispatches = max(8, 2 * ProcessInfo.processInfo.activeProcessorCount)
+
+    @Test func dispatchesWaitingToPruneDoNotStallOtherTasks() async throws {
+        let relay = try RecordingServer { _ in .text(status: 410, #"{"ok":false,"code":"unregistered"}"#) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-locked-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let path = directory + "/native-push.sqlite3"
+        let store = try await SQLitePushDeviceStore.open(configuration: .init(path: path, busyTimeoutMilliseconds: 20_000))
+        let key = try PushKey.generate()
+        for index in 0..<Self.dispatches {
+            let token = String(format: "%064x", index + 1)
+            _ = try await store.upsert(
+                try PushRegistrationRequest(namespace: "ns\(index)", platform: "ios", deviceId: "iphone", token: token, pushKey: key.base64), now: 1)
+        }
+        let client = try HTTPClient(configuration: .init(requestTimeout: .seconds(10), additionalTrustedCAFile: relay.caFile))
+        let dispatcher = PushDispatcher(store: store, ios: .encrypted(RelayTransport(baseURL: relay.baseURL, client: client)), android: .off(reason: "x"))
+
+        let holder = try SQLiteLockHolder(path: path)
+        defer { holder.release() }
+
+        let ticks = Locked(0)
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+                ticks.withLock { $0 += 1 }
+            }
+        }
+        defer { ticker.cancel() }
+
+        let done = Locked(0)
+        let running = Task {
+            try await withThrowingTaskGroup(of: PushDispatchReport.self) { group in
+                for index in 0..<Self.dispatches {
+                    group.addTask {
+                        let report = try await dispatcher.dispatch(readyPayload, namespace: "ns\(index)")
+                        done.withLock { $0 += 1 }
+                        return report
+                    }
+                }
+                var reports: [PushDispatchReport] = []
+                for try await report in group { reports.append(report) }
+                return reports
+            }
+        }
+
+        // Every dispatch read its devices (no write lock needed) and got its 410: each now waits to prune.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while relay.requests.count < Self.dispatches, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(relay.requests.count == Self.dispatches, "every dispatch should have read its devices and sent")
+
+        // The ticker keeps its pace while every dispatch waits for the lock.
+        let start = ticks.withLock { $0 }
+        while ticks.withLock({ $0 }) < start + 20, done.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(ticks.withLock { $0 } >= start + 20)
+        #expect(done.withLock { $0 } == 0, "a dispatch finished its prune while another process held the lock")
+
+        // A read while they wait: no write lock, no queue behind the waiting prunes.
+        #expect(try await store.devices(namespace: "ns0").count == 1)
+        #expect(done.withLock { $0 } == 0)
+
+        holder.release()
+        let reports = try await running.value
+        await client.shutdown()
+        #expect(reports.count == Self.dispatches)
+        #expect(reports.allSatisfy { $0.deliveries.count == 1 && $0.deliveries[0].pruned }, "\(reports)")
+        #expect(try await store.devices(namespace: "ns0").isEmpty)
+    }
+}
+
+/// `hapi-push-testsupport registry-lock`: another process holding SQLite's write lock until
+/// told to let go (a line on its stdin); killed if it outlives the test.
+final class SQLiteLockHolder: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private let released = Locked(false)
+
+    init(path: String) throws {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while directory.pathExtension == "xctest" || directory.lastPathComponent == "MacOS" { directory = directory.deletingLastPathComponent() }
+        process.executableURL = directory.appendingPathComponent("hapi-push-testsupport")
+        process.arguments = ["registry-lock", "--path", path]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Up to 10 s for its "locked" line.
+        let fd = output.fileHandleForReading.fileDescriptor
+        var seen: [UInt8] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !String(decoding: seen, as: UTF8.self).contains("locked\n"), ContinuousClock.now < deadline {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 50) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            seen += buffer[..<count]
+        }
+        guard String(decoding: seen, as: UTF8.self).contains("locked\n") else {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw LockHolderError(output: String(decoding: seen, as: UTF8.self))
+        }
+    }
+
+    deinit {
+        if process.isRunning {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    func release() {
+        let first = released.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    struct LockHolderError: Error, CustomStringConvertible {
+        let output: String
+        var description: String { "the lock holder did not report \"locked\": \(output)" }
+    }
+}
