@@ -50,8 +50,11 @@ enum CLI {
                 kill(pid, SIGKILL)
             }
         }
+        // Both pipes at once: a CLI that fills one (a sanitizer's report on stderr) while we
+        // wait on the other would never exit.
+        let errorOutput = PipeDrain(err.fileHandleForReading)
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        let errData = errorOutput.wait()
         process.waitUntilExit()
         return CLIResult(
             status: killed.value ? killedStatus : process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
@@ -60,6 +63,29 @@ enum CLI {
 
     /// The status of a CLI killed at its timeout.
     static let killedStatus: Int32 = -9
+
+    /// Reads a pipe to its end on a thread of its own (an NSCondition: pthread, so TSan sees it).
+    private final class PipeDrain: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var data: Data?
+
+        init(_ handle: FileHandle) {
+            Thread.detachNewThread { [self] in
+                let read = handle.readDataToEndOfFile()
+                condition.lock()
+                data = read
+                condition.broadcast()
+                condition.unlock()
+            }
+        }
+
+        func wait() -> Data {
+            condition.lock()
+            defer { condition.unlock() }
+            while data == nil { condition.wait() }
+            return data ?? Data()
+        }
+    }
 
     private final class Killer: @unchecked Sendable {
         private let lock = NSLock()
