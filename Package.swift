@@ -61,7 +61,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // The registry on PostgreSQL (libpq), for hubs of several processes or hosts.
         .target(
-            name: "DeviceRegistryPostgres", dependencies: ["DeviceRegistry", "PushEnvelope", "PushSync", "CHapiPostgres"],
+            name: "DeviceRegistryPostgres", dependencies: ["DeviceRegistry", "PushEnvelope", "PushSync", "CHapiPostgres", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // The HTTP client every transport sends through: an HTTP/2 engine on nghttp2 + OpenSSL for
         // https origins that speak h2, libcurl for the rest. Nothing of it is public.

@@ -1,3 +1,4 @@
+import CHapiOpenSSL
 import CHapiPostgres
 import Glibc
 
@@ -47,6 +48,11 @@ final class PostgresConnection {
         let connection = CStringArray(keywords.map { Optional($0) } + [nil]).withPointers { keywordPointers in
             CStringArray(values.map { Optional($0) } + [nil]).withPointers { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
         }
+        // Connecting drew random bytes (SCRAM, TLS) through a per-thread DRBG OpenSSL frees only
+        // when the thread ends, and a store thread lives as long as the store: release it now
+        // (OpenSSL makes it again if this thread needs it), so it is never held unseen — LSan
+        // cannot see into the pthread key that keeps it and reported it as a leak.
+        OPENSSL_thread_stop()
         guard let connection else { throw .notSent("out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = redact(Self.text(PQerrorMessage(connection)))

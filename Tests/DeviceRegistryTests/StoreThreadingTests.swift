@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PushSync
+import PushTestSupport
 import Testing
 
 @testable import DeviceRegistry
@@ -25,7 +26,7 @@ import Testing
         let store = try await SQLitePushDeviceStore.open(configuration: .init(path: path, busyTimeoutMilliseconds: 20_000))
         _ = try await store.upsert(try request(deviceId: "before", token: "before-token"), now: 1)
 
-        let holder = try LockHolder(path: path)
+        let holder = try SQLiteLockHolder(path: path)
         defer { holder.release() }
 
         let ticks = Locked(0)
@@ -66,34 +67,5 @@ import Testing
         try await writers.value
         #expect(writesDone.withLock { $0 } == Self.waiters)
         #expect(try await store.devices(namespace: "ns").count == Self.waiters + 1)
-    }
-}
-
-/// `hapi-push-testsupport registry-lock`: another process holding the write lock until told.
-final class LockHolder: @unchecked Sendable {
-    private let child: AckingChild
-    private let input = Pipe()
-    private let released = Locked(false)
-
-    init(path: String) throws {
-        child = try AckingChild(executable: builtExecutable("hapi-push-testsupport"), arguments: ["registry-lock", "--path", path], input: input)
-        let lines = try child.waitForLine("locked")
-        guard lines.contains("locked") else { throw LockHolderError(lines: lines) }
-    }
-
-    func release() {
-        let first = released.withLock { done -> Bool in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
-        input.fileHandleForWriting.write(Data("go\n".utf8))
-        try? input.fileHandleForWriting.close()
-        _ = try? child.waitForExit()
-    }
-
-    struct LockHolderError: Error, CustomStringConvertible {
-        let lines: [String]
-        var description: String { "the lock holder did not report \"locked\": \(lines)" }
     }
 }
