@@ -50,18 +50,8 @@ enum RegistrationValidation {
     static let tooSmallMessage = "Too small: expected string to have >=1 characters"
     static let tooBigMessage = "Too big: expected string to have <=128 characters"
 
-    /// zod's name for a value's type in "received …".
-    static func receivedName(_ value: JSONValue?) -> String {
-        guard let value else { return "undefined" }
-        switch value {
-        case .null: return "null"
-        case .bool: return "boolean"
-        case .integer, .double: return "number"
-        case .string: return "string"
-        case .array: return "array"
-        case .object: return "object"
-        }
-    }
+    /// zod's name for a value's type in "received …": the JSON type's name, or `undefined`.
+    static func receivedName(_ value: JSONValue?) -> String { value?.typeName ?? "undefined" }
 
     static func expectedString(_ value: JSONValue?) -> String {
         "Invalid input: expected string, received \(receivedName(value))"

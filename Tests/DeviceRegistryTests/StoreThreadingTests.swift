@@ -29,14 +29,8 @@ import Testing
         let holder = try SQLiteLockHolder(path: path)
         defer { holder.release() }
 
-        let ticks = Locked(0)
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(10))
-                ticks.withLock { $0 += 1 }
-            }
-        }
-        defer { ticker.cancel() }
+        let ticker = PaceTicker()
+        defer { ticker.stop() }
 
         let writesDone = Locked(0)
         let writers = Task {
@@ -52,11 +46,11 @@ import Testing
         }
 
         // The ticker keeps its pace while every writer waits for the lock.
-        while ticks.withLock({ $0 }) < Self.ticksWanted, writesDone.withLock({ $0 }) == 0 {
+        while ticker.ticks < Self.ticksWanted, writesDone.withLock({ $0 }) == 0 {
             try await Task.sleep(for: .milliseconds(5))
         }
         #expect(writesDone.withLock { $0 } == 0, "a write finished while another process held the lock")
-        #expect(ticks.withLock { $0 } >= Self.ticksWanted)
+        #expect(ticker.ticks >= Self.ticksWanted)
 
         // A read does not wait behind the queued writes (its own connection, WAL).
         let seen = try await store.devices(namespace: "ns")

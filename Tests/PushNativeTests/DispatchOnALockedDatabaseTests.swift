@@ -39,14 +39,8 @@ import PushTransports
         let holder = try SQLiteLockHolder(path: path)
         defer { holder.release() }
 
-        let ticks = Locked(0)
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(10))
-                ticks.withLock { $0 += 1 }
-            }
-        }
-        defer { ticker.cancel() }
+        let ticker = PaceTicker()
+        defer { ticker.stop() }
 
         let done = Locked(0)
         let running = Task {
@@ -70,11 +64,11 @@ import PushTransports
         #expect(relay.requests.count == Self.dispatches, "every dispatch should have read its devices and sent")
 
         // The ticker keeps its pace while every dispatch waits for the lock.
-        let start = ticks.withLock { $0 }
-        while ticks.withLock({ $0 }) < start + 20, done.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
+        let start = ticker.ticks
+        while ticker.ticks < start + 20, done.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
-        #expect(ticks.withLock { $0 } >= start + 20)
+        #expect(ticker.ticks >= start + 20)
         #expect(done.withLock { $0 } == 0, "a dispatch finished its prune while another process held the lock")
 
         // A read while they wait: no write lock, no queue behind the waiting prunes.
