@@ -118,6 +118,7 @@ let package = Package(
         .testTarget(
             name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
             swiftSettings: strictSettings),
+        .testTarget(name: "PushSyncTests", dependencies: ["PushSync", "CHapiLinux"], swiftSettings: strictSettings),
         .testTarget(
             name: "DeviceRegistryTests",
             dependencies: ["DeviceRegistry", "DeviceRegistryPostgres", "PushEnvelope", "PushTestSupport", "CHapiPostgres", "hapi-push-testsupport"],
