@@ -84,8 +84,13 @@ import Testing
         let metrics = RelayMetrics()
         metrics.pushStarted()
         metrics.pushFinished(platform: "ios", outcome: "a\"b\\c\nd", seconds: 0.1, limitedBy: nil)
+        // A quote carrying a combining mark, and CRLF, are single Swift `Character`s: escaping
+        // must go scalar by scalar or they slip through unescaped.
+        metrics.pushStarted()
+        metrics.pushFinished(platform: "android", outcome: "q\"\u{301}\r\nz", seconds: 0.1, limitedBy: nil)
         let text = metrics.render()
         #expect(text.contains(#"hapi_push_relay_pushes_total{platform="ios",outcome="a\"b\\c\nd"} 1"# + "\n"), "\(text)")
+        #expect(text.contains("hapi_push_relay_pushes_total{platform=\"android\",outcome=\"q\\\"\u{301}\r\\nz\"} 1\n"), "\(text)")
         // Every line is one sample or comment: the newline in the value did not split one.
         for line in text.split(separator: "\n") {
             #expect(line.hasPrefix("# ") || line.hasPrefix("hapi_push_relay_"), "stray line: \(line)")
