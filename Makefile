@@ -19,8 +19,10 @@ deps:
 build: deps
 	$(SWIFT) build $(STRICT)
 
+# First: a hub depending on PushNative with the PostgreSQL trait off plans no libpq (seconds).
 test:
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
+	@SWIFT="$(SWIFT)" scripts/check-embedding-without-postgres.sh
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build --no-parallel
 

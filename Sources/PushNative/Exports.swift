@@ -26,7 +26,9 @@
 @_exported public import struct DeviceRegistry.PushRegistrationError
 @_exported public import class DeviceRegistry.SQLitePushDeviceStore
 @_exported public import class DeviceRegistry.InMemoryPushDeviceStore
+#if PostgreSQL  // the package trait, on by default; off, the hub builds without libpq
 @_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
+#endif
 
 // PushProviders and PushTransports: credentials, outcomes and reasons, the retry policy, and
 // the logger hook.
