@@ -43,6 +43,7 @@ bench:
 	@scripts/ensure-deps.sh $(BENCH_PACKAGES)
 	$(SWIFT) build -q -c release --product hapi-push-bench
 	$(SWIFT) build -q -c release --product hapi-push
+	$(SWIFT) build -q -c release --product hapi-push-relay
 	@"$$($(SWIFT) build -c release --show-bin-path)/hapi-push-bench" $(SECTIONS)
 
 # 500,000 device-sends (5,000 rounds x 100 devices) against the loopback stand-ins with injected

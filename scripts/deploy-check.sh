@@ -10,7 +10,8 @@
 # (the build fails, or the binary cannot load) fails the target.
 #
 # Needs root (chroot, mounts) and debootstrap. DEPLOY_DOCKERFILE picks another Dockerfile (to
-# see it fail); DEPLOY_CACHE is where the roots live (default /var/cache/hapi-deploy).
+# see it fail); DEPLOY_REUSE_BUILD=1 keeps the previous run's build root (to try a runtime stage
+# without the release build); DEPLOY_CACHE is where the roots live (/var/cache/hapi-deploy).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -111,14 +112,19 @@ run_stage() {
 BUILD_ROOT=$CACHE/build-root
 RUNTIME_ROOT=$CACHE/runtime-root
 
-say "build stage root $BUILD_ROOT"
-fresh_root "$BUILD_ROOT"
-say "stand-in for the swift image: $SWIFT_IMAGE_PACKAGES; toolchain $TOOLCHAIN"
-chroot "$BUILD_ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive /bin/sh -c \
-    "apt-get -q update >/dev/null && apt-get -q install -y $SWIFT_IMAGE_PACKAGES >/dev/null && rm -rf /var/lib/apt/lists/*" \
-    || die "could not install the swift image's packages"
-bind "$TOOLCHAIN/usr" "$BUILD_ROOT/opt/swift/usr"
-run_stage 1 "$BUILD_ROOT"
+if [ "${DEPLOY_REUSE_BUILD:-0}" = 1 ] && [ -x "$BUILD_ROOT/usr/local/bin/hapi-push-relay" ]; then
+    # Only to try another runtime stage quickly: the build root of the previous run is kept.
+    say "DEPLOY_REUSE_BUILD=1: the build stage's binary from the previous run"
+else
+    say "build stage root $BUILD_ROOT"
+    fresh_root "$BUILD_ROOT"
+    say "stand-in for the swift image: $SWIFT_IMAGE_PACKAGES; toolchain $TOOLCHAIN"
+    chroot "$BUILD_ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive /bin/sh -c \
+        "apt-get -q update >/dev/null && apt-get -q install -y $SWIFT_IMAGE_PACKAGES >/dev/null && rm -rf /var/lib/apt/lists/*" \
+        || die "could not install the swift image's packages"
+    bind "$TOOLCHAIN/usr" "$BUILD_ROOT/opt/swift/usr"
+    run_stage 1 "$BUILD_ROOT"
+fi
 [ -x "$BUILD_ROOT/usr/local/bin/hapi-push-relay" ] || die "the build stage made no /usr/local/bin/hapi-push-relay"
 
 say "runtime stage root $RUNTIME_ROOT"

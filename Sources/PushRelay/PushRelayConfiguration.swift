@@ -89,7 +89,7 @@ public struct PushRelayConfiguration: Sendable {
 
         public init(
             threads: Int = 2, connectionLimit: Int = Server.defaultConnectionLimit, connectionTimeoutSeconds: Int = 30,
-            connectionMemoryLimitBytes: Int = 32 * 1024, connectionsPerAddress: Int = Server.defaultConnectionsPerAddress,
+            connectionMemoryLimitBytes: Int = 16 * 1024, connectionsPerAddress: Int = Server.defaultConnectionsPerAddress,
             requestDeadlineSeconds: Int = 10
         ) {
             self.threads = max(1, threads)

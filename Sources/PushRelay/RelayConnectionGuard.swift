@@ -46,11 +46,14 @@ final class RelayConnectionGuard: Sendable {
         var since: Int64
         /// Bytes received on the socket when the phase began (`.waiting` only).
         var mark: Int64 = 0
+        /// Orders phases begun in the same millisecond: the oldest idle is closed first.
+        var serial: UInt64 = 0
     }
 
     private struct State {
         var records: [UInt: Record] = [:]
         var lastSweep: Int64 = 0
+        var serial: UInt64 = 0
         var stopped = false
         var deadlineClosed = 0
         var idleClosed = 0
@@ -90,13 +93,14 @@ final class RelayConnectionGuard: Sendable {
         let key = Self.key(connection)
         let now = Self.now()
         state.withLock { state in
-            state.records[key] = Record(socket: socket, phase: .waiting, since: now)
+            state.serial += 1
+            state.records[key] = Record(socket: socket, phase: .waiting, since: now, serial: state.serial)
             let open = state.records.count
             guard open > settings.connectionLimit - headroom else { return }
             // Close the oldest idle connections, down to twice the headroom free, so this
             // scan runs once per batch rather than once per new connection.
             let target = open - max(0, settings.connectionLimit - 2 * headroom)
-            var idle = state.records.filter { $0.key != key && $0.value.phase == .waiting }.map { ($0.key, $0.value.since) }
+            var idle = state.records.filter { $0.key != key && $0.value.phase == .waiting }.map { ($0.key, $0.value.serial) }
             idle.sort { $0.1 < $1.1 }
             for (idleKey, _) in idle.prefix(target) {
                 guard let record = state.records[idleKey] else { continue }
@@ -127,7 +131,8 @@ final class RelayConnectionGuard: Sendable {
         state.withLock { state in
             guard let record = state.records[key], record.phase != .closing, record.phase != phase else { return }
             let mark = markBytes ? max(0, hapi_tcp_bytes_received(record.socket)) : 0
-            state.records[key] = Record(socket: record.socket, phase: phase, since: now, mark: mark)
+            state.serial += 1
+            state.records[key] = Record(socket: record.socket, phase: phase, since: now, mark: mark, serial: state.serial)
         }
     }
 
@@ -149,7 +154,7 @@ final class RelayConnectionGuard: Sendable {
                     // then, or from the phase's start if later.
                     let received = hapi_tcp_bytes_received(record.socket)
                     guard received > record.mark else { continue }
-                    state.records[key] = Record(socket: record.socket, phase: .head, since: max(record.since, previous))
+                    state.records[key] = Record(socket: record.socket, phase: .head, since: max(record.since, previous), serial: record.serial)
                 case .head:
                     if now - record.since > settings.headDeadlineMilliseconds { close(key, record, &state) }
                 case .body:
