@@ -117,7 +117,10 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
+            dependencies: [
+                "PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite",
+                "CHapiPostgres", "CHapiLinux",
+            ],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.
