@@ -93,26 +93,14 @@ final class CurlEasyHandle {
         try set(CURLOPT_URL, string: request.url)
         try set(CURLOPT_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_NOSIGNAL, 1)
-        let h2c = !transfer.isHTTPS && settings.forceHTTP2PriorKnowledge
-        if h2c && settings.h2cReuseBroken {
-            // One connection per request: neither take an existing one nor leave this one behind.
-            try set(CURLOPT_FRESH_CONNECT, 1)
-            try set(CURLOPT_FORBID_REUSE, 1)
-        } else {
-            // Wait for the first connection's ALPN answer instead of opening one per request.
-            try set(CURLOPT_PIPEWAIT, 1)
-        }
+        // Wait for the first connection's ALPN answer instead of opening one per request.
+        try set(CURLOPT_PIPEWAIT, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
         try set(CURLOPT_TIMEOUT_MS, timeout.curlMilliseconds)
         try set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.curlMilliseconds)
-        let version: Int
-        if transfer.isHTTPS {
-            version = Int(CURL_HTTP_VERSION_2TLS)
-        } else if h2c {
-            version = Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
-        } else {
-            version = Int(CURL_HTTP_VERSION_1_1)
-        }
+        // h2c never comes here (the HTTP/2 engine serves it); an https origin lands here only
+        // once its ALPN chose HTTP/1.1, but libcurl may still find h2 on a later connection.
+        let version = transfer.isHTTPS ? Int(CURL_HTTP_VERSION_2TLS) : Int(CURL_HTTP_VERSION_1_1)
         try set(CURLOPT_HTTP_VERSION, version)
         // Stop before reading a body whose announced length is already too large (not for HEAD,
         // whose content-length describes a body that never comes).

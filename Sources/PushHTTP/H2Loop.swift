@@ -151,7 +151,7 @@ final class H2Loop {
                 guard entry.transfer.isRunning(attempt: retry) else { continue }
                 attempt = retry
             } else {
-                guard let first = entry.transfer.willAddToMulti() else { continue }
+                guard let first = entry.transfer.willStartAttempt() else { continue }
                 attempt = first
             }
             if entry.transfer.remainingTime <= .zero {

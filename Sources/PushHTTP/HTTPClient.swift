@@ -54,15 +54,15 @@ package final class HTTPClient: Sendable {
     package init(configuration: Configuration = Configuration()) throws(HTTPClientError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
+        // Read once: the same bytes feed OpenSSL's store and libcurl's blob.
         let extraCA = try configuration.additionalTrustedCAFile.map { path throws(HTTPClientError) in
-            try CurlTrustStore.readAdditionalCAFile(path)
+            try HTTPTrustRoots.readAdditionalCAFile(path)
         }
         let tls = try TLSClientContext(additionalCAPEM: extraCA)
         curl = try CurlMultiLoop.start(
             settings: CurlMultiLoop.Settings(
                 connectTimeout: configuration.connectTimeout,
                 maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
-                forceHTTP2PriorKnowledge: configuration.forceHTTP2PriorKnowledge,
                 trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:))),
             counters: counters,
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,

@@ -90,10 +90,10 @@ final class HTTPTransfer: Sendable {
 
     /// Engine thread: the attempt to run now, or nil (and the slot filled if need be) when
     /// the transfer must not run.
-    func willAddToMulti() -> Int? {
-        let action = locked.withLock { $0.machine.willAddToMulti() }
+    func willStartAttempt() -> Int? {
+        let action = locked.withLock { $0.machine.willStartAttempt() }
         switch action {
-        case .add(let attempt):
+        case .start(let attempt):
             return attempt
         case .fail(let error):
             batch.complete(index, .failure(error))
