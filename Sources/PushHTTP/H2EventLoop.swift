@@ -24,6 +24,8 @@ final class H2EventLoop: Sendable {
         /// A PING unanswered for this long means the connection is dead.
         var pingTimeout: Duration
         var tls: TLSClientContext
+        /// Where host names are looked up (never on the loop thread).
+        var resolver: HTTPResolver
         /// Where requests to an origin that does not negotiate `h2` go.
         var fallback: CurlMultiLoop
         /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.

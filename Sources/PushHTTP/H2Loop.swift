@@ -357,11 +357,22 @@ final class H2Loop {
         }
         for connection in connections.values {
             switch connection.state {
-            case .resolving, .connecting, .handshaking:
-                if connection.isEstablishing, now >= connection.connectDeadline {
+            case .resolving:
+                // The lookup's deadline is the connection's: a resolver that does not answer
+                // in time is a DNS failure (the late answer is dropped).
+                if now >= connection.connectDeadline {
+                    connectionFailed(
+                        connection,
+                        HTTPClientError(
+                            .dnsFailure, detail: "looking up \(connection.origin.key.host) did not finish within the connect timeout"))
+                }
+            case .connecting, .handshaking:
+                if now >= connection.connectDeadline {
                     connectionFailed(
                         connection,
                         HTTPClientError(.timeout, detail: "connecting to \(connection.origin.key.authority) timed out"))
+                } else {
+                    connection.connectTimerFired(now: now)
                 }
             case .open:
                 for exchange in connection.streams.values where !exchange.finished && exchange.transfer.deadline <= now {

@@ -32,6 +32,8 @@ package final class HTTPClient: Sendable {
         package var retriesPerformed: Int
         /// HTTP/2 connections of the nghttp2 engine open now.
         package var openHTTP2Connections: Int
+        /// Host names the HTTP/2 engine looked up (libcurl and proxies resolve their own).
+        package var hostLookups: Int = 0
     }
 
     /// One request's result in a batch, and how long it took from submission.
@@ -80,6 +82,7 @@ package final class HTTPClient: Sendable {
                     pingInterval: configuration.pingInterval,
                     pingTimeout: configuration.pingTimeout,
                     tls: tls,
+                    resolver: HTTPResolver(override: configuration.resolverOverride),
                     fallback: curl,
                     originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
                 counters: counters)
@@ -162,7 +165,8 @@ package final class HTTPClient: Sendable {
         Statistics(
             requestsSent: counters.requestsSent.load(ordering: .relaxed),
             retriesPerformed: counters.retriesPerformed.load(ordering: .relaxed),
-            openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed))
+            openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed),
+            hostLookups: h2.settings.resolver.lookups.load(ordering: .relaxed))
     }
 
     /// Requests on the wire now: libcurl easy handles plus HTTP/2 streams (for leak tests).
