@@ -7,8 +7,9 @@ STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libhiredis-dev pkg-config
 # Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package), Redis
 # (redis-server, with redis-cli from redis-tools for the tests' own checks), and Debian's stock
-# nghttpd (with openssl to make its certificates).
-TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl
+# nghttpd (with openssl to make its certificates); tinyproxy, the egress proxy the proxy tests
+# go through, and socat, the TLS front that makes it an https:// proxy.
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl tinyproxy socat
 BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz clean

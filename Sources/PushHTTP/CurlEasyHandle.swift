@@ -112,6 +112,10 @@ final class CurlEasyHandle {
         }
         if let trustStore = settings.trustStore {
             try check(trustStore.apply(to: raw), "CURLOPT_CAINFO_BLOB")
+            if transfer.proxy?.isTLS == true { try check(trustStore.apply(to: raw, option: CURLOPT_PROXY_CAINFO_BLOB), "CURLOPT_PROXY_CAINFO_BLOB") }
+        }
+        guard ProxyTunnel.configure(raw, for: transfer.proxy) else {
+            throw HTTPClientError(.invalidConfiguration, detail: "libcurl refused the proxy options")
         }
 
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -270,6 +274,11 @@ final class CurlEasyHandle {
     /// The failed attempt as a typed error. Its detail is `curl_easy_strerror`, then libcurl's
     /// error buffer, which names hosts and ports, never request headers or bodies.
     func error(for code: CURLcode) -> HTTPClientError {
+        if let proxy = transfer.proxy {
+            var status = 0
+            _ = hapi_curl_easy_getinfo_long(raw, CURLINFO_HTTP_CONNECTCODE, &status)
+            if let refusal = ProxyTunnel.proxyAnswer(status: status, proxy: proxy) { return refusal }
+        }
         let buffer = String(cString: errorBuffer)
         let summary = Self.text(of: code)
         let text = buffer.isEmpty || buffer == summary ? summary : "\(summary) (\(buffer))"

@@ -35,10 +35,10 @@ final class CurlTrustStore: @unchecked Sendable {
     /// Size of the combined PEM bundle.
     var byteCount: Int { bytes.count }
 
-    /// Sets `CURLOPT_CAINFO_BLOB` on an easy handle; libcurl copies the struct, not the bytes.
-    func apply(to easy: UnsafeMutableRawPointer) -> CURLcode {
+    /// Sets `CURLOPT_CAINFO_BLOB` (or the proxy's, `CURLOPT_PROXY_CAINFO_BLOB`) on an easy handle; libcurl copies the struct, not the bytes.
+    func apply(to easy: UnsafeMutableRawPointer, option: CURLoption = CURLOPT_CAINFO_BLOB) -> CURLcode {
         var blob = curl_blob(data: bytes.baseAddress, len: bytes.count, flags: UInt32(CURL_BLOB_NOCOPY))
-        return hapi_curl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, &blob)
+        return hapi_curl_easy_setopt_blob(easy, option, &blob)
     }
 
     /// libcurl's compiled-in CA bundle (what it would trust without the blob), else the one

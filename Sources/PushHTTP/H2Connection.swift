@@ -12,6 +12,8 @@ import Glibc
 final class H2Connection {
     enum State {
         case resolving
+        /// Asking the proxy for a tunnel (libcurl, on a resolver thread).
+        case tunnelling
         case connecting
         case handshaking
         case open
@@ -32,6 +34,8 @@ final class H2Connection {
     /// Sockets still connecting (Happy Eyeballs), and when the next address is due.
     private var attempts: [Int32] = []
     private var nextAttemptAt: ContinuousClock.Instant?
+    /// The proxy tunnel that owns `fd` (libcurl closes it), nil for a direct connection.
+    private var tunnel: ProxyTunnel?
     /// RFC 8305's recommended Connection Attempt Delay.
     static let attemptDelay: Duration = .milliseconds(250)
     /// The epoll events registered for `fd`.
@@ -71,7 +75,7 @@ final class H2Connection {
     /// Not yet known to be usable at full width: connecting, or open without the server's SETTINGS.
     var isEstablishing: Bool {
         switch state {
-        case .resolving, .connecting, .handshaking: return true
+        case .resolving, .tunnelling, .connecting, .handshaking: return true
         case .open: return !settingsReceived
         case .closed: return false
         }
@@ -87,6 +91,16 @@ final class H2Connection {
 
     /// Resolves (on the resolver's threads for a name) and connects.
     func start() {
+        if let proxy = origin.proxy {
+            // The proxy resolves the origin's name: we never look it up.
+            state = .tunnelling
+            let loopHandle = loop.handle
+            let id = self.id
+            loop.settings.resolver.openTunnel(through: proxy, to: origin.key, timeout: loop.now.duration(to: connectDeadline)) { result in
+                _ = loopHandle.enqueue(.tunnelled(connection: id, result))  // refused at shutdown: the tunnel is released
+            }
+            return
+        }
         let host = origin.key.host
         if origin.key.hostIsNumeric {
             resolved(SocketAddress.resolve(host: host, port: origin.key.port, numericOnly: true))
@@ -109,6 +123,26 @@ final class H2Connection {
             addresses = list
             state = .connecting
             startNextAttempt()
+        }
+    }
+
+    /// The proxy's tunnel is up (or failed): TLS to the origin over it, exactly as direct.
+    func tunnelled(_ result: Result<ProxyTunnel, HTTPClientError>) {
+        guard state == .tunnelling else { return }
+        switch result {
+        case .failure(let error):
+            loop.connectionFailed(self, error)
+        case .success(let tunnel):
+            self.tunnel = tunnel
+            fd = tunnel.socket
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            state = .connecting
+            if origin.key.isTLS {
+                beginTLS()
+            } else {
+                openSession()
+            }
         }
     }
 
@@ -200,7 +234,7 @@ final class H2Connection {
     /// The socket reported readiness.
     func handle(events: UInt32) {
         switch state {
-        case .resolving, .closed:
+        case .resolving, .tunnelling, .closed:
             return
         case .connecting:
             attemptsReady()
@@ -533,8 +567,9 @@ final class H2Connection {
         attempts = []
         if fd >= 0 {
             if interest != 0 { _ = hapi_epoll_remove(loop.epollFD, fd) }
-            Glibc.close(fd)
+            if tunnel == nil { Glibc.close(fd) }
         }
+        tunnel = nil
         fd = -1
         interest = 0
     }

@@ -12,6 +12,7 @@ final class H2EventLoop: Sendable {
         case submit([HTTPTransfer])
         case cancel(HTTPTransfer)
         case resolved(connection: UInt64, Result<[SocketAddress], HTTPClientError>)
+        case tunnelled(connection: UInt64, Result<ProxyTunnel, HTTPClientError>)
     }
 
     struct Settings: Sendable {
@@ -241,8 +242,13 @@ struct H2PendingQueue {
 /// One origin's connections and queue. Loop thread only.
 final class H2Origin {
     let key: HTTPOrigin
+    /// The `http://` proxy its connections tunnel through, nil for direct.
+    let proxy: HTTPProxy?
     var connections: [H2Connection] = []
     var pending = H2PendingQueue()
 
-    init(key: HTTPOrigin) { self.key = key }
+    init(key: HTTPOrigin, proxy: HTTPProxy?) {
+        self.key = key
+        self.proxy = proxy
+    }
 }

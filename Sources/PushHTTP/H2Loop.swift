@@ -122,7 +122,7 @@ final class H2Loop {
                 if let existing = origins[key] {
                     origin = existing
                 } else {
-                    origin = H2Origin(key: key)
+                    origin = H2Origin(key: key, proxy: transfer.proxy)
                     origins[key] = origin
                 }
                 origin.pending.append(.init(transfer: transfer, attempt: nil))
@@ -136,6 +136,9 @@ final class H2Loop {
             transfer.abort(with: .cancelled)
         case .resolved(let id, let result):
             connections[id]?.resolved(result)
+        case .tunnelled(let id, let result):
+            // A tunnel for a connection already gone is released here (its socket closed).
+            connections[id]?.tunnelled(result)
         }
     }
 
@@ -366,7 +369,7 @@ final class H2Loop {
                         HTTPClientError(
                             .dnsFailure, detail: "looking up \(connection.origin.key.host) did not finish within the connect timeout"))
                 }
-            case .connecting, .handshaking:
+            case .tunnelling, .connecting, .handshaking:
                 if now >= connection.connectDeadline {
                     connectionFailed(
                         connection,

@@ -35,6 +35,9 @@ extension HTTPClient {
         /// Tests only: answers host-name lookups of the HTTP/2 engine without DNS (numeric
         /// addresses in order, `[]` for a name that does not resolve, nil to ask the system).
         package var resolverOverride: (@Sendable (_ host: String) -> [String]?)? = nil
+        /// The egress proxy per origin: the environment (`HTTPS_PROXY`, `NO_PROXY`, …) unless
+        /// settings override it. Both engines follow the same decision.
+        package var proxy: HTTPProxyConfiguration
 
         package init(
             requestTimeout: Duration = .seconds(10),
@@ -46,8 +49,10 @@ extension HTTPClient {
             maximumConcurrentStreamsPerConnection: Int = 100,
             maximumCachedConnections: Int = 16,
             pingInterval: Duration = .seconds(60),
-            pingTimeout: Duration = .seconds(5)
+            pingTimeout: Duration = .seconds(5),
+            proxy: HTTPProxyConfiguration = HTTPProxyConfiguration()
         ) {
+            self.proxy = proxy
             self.requestTimeout = requestTimeout
             self.connectTimeout = connectTimeout
             self.maximumResponseBodyBytes = maximumResponseBodyBytes
@@ -69,6 +74,15 @@ extension HTTPClient {
             try positive(connectTimeout, "connectTimeout")
             try positive(pingInterval, "pingInterval")
             try positive(pingTimeout, "pingTimeout")
+            // A proxy the operator set must parse; the environment's is checked per origin
+            // (requests fail with its error rather than bypass it).
+            if let url = proxy.httpsProxy, !url.trimmingASCIIWhitespace().isEmpty {
+                do throws(HTTPClientError) {
+                    _ = try HTTPProxy(url: url)
+                } catch {
+                    throw HTTPClientError(.invalidConfiguration, detail: "httpsProxy: \(error.detail ?? "invalid proxy URL")")
+                }
+            }
             if maximumResponseBodyBytes < 0 {
                 throw HTTPClientError(.invalidConfiguration, detail: "maximumResponseBodyBytes must not be negative")
             }

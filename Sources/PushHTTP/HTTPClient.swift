@@ -48,6 +48,8 @@ package final class HTTPClient: Sendable {
     let counters = HTTPCounters()
     /// Origins whose TLS handshake chose HTTP/1.1: straight to libcurl from now on.
     private let originsWithoutHTTP2: Locked<Set<HTTPOrigin>>
+    /// Each origin's proxy decision, made once (bounded: cleared when full).
+    private let proxyRoutes = Locked<[HTTPOrigin: HTTPProxyRoute]>([:])
 
     /// Starts the client's threads.
     ///
@@ -118,17 +120,38 @@ package final class HTTPClient: Sendable {
         transfers.reserveCapacity(requests.count)
         var refused: [(Int, HTTPClientError)] = []
         let learned = originsWithoutHTTP2.withLock { $0 }
+        var proxies = proxyRoutes.withLock { $0 }
+        var decided = false
         for (index, request) in requests.enumerated() {
             do throws(HTTPClientError) {
                 let route = try Self.validate(request)
-                let viaH2 = route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge
+                let proxyRoute: HTTPProxyRoute
+                if let known = proxies[route.origin] {
+                    proxyRoute = known
+                } else {
+                    proxyRoute = configuration.proxy.route(isTLS: route.origin.isTLS, host: route.origin.host, port: route.origin.port)
+                    proxies[route.origin] = proxyRoute
+                    decided = true
+                }
+                if case .invalid(let error) = proxyRoute { throw error }
+                let proxy = proxyRoute.proxy
+                // TLS inside TLS (an https:// proxy) is libcurl's to do.
+                let viaH2 =
+                    (route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge) && proxy?.isTLS != true
                 let deadline = now + (request.timeout ?? configuration.requestTimeout)
                 transfers.append(
                     HTTPTransfer(
-                        request: request, route: route, deadline: deadline, batch: batch, index: index,
+                        request: request, route: route, proxy: proxy, deadline: deadline, batch: batch, index: index,
                         engine: viaH2 ? .h2(h2) : .curl(curl)))
             } catch {
                 refused.append((index, error))
+            }
+        }
+        if decided {
+            let snapshot = proxies
+            proxyRoutes.withLock { routes in
+                if routes.count >= HTTPRoute.knownOriginLimit { routes.removeAll(keepingCapacity: true) }
+                routes.merge(snapshot) { old, _ in old }
             }
         }
         let h2 = self.h2
@@ -159,6 +182,12 @@ package final class HTTPClient: Sendable {
     package func shutdown() async {
         await h2.shutdown()
         await curl.shutdown()
+    }
+
+    /// Where requests to `url` go: direct (and why) or through which proxy (password `***`).
+    package func proxyRoute(for url: String) throws(HTTPClientError) -> HTTPProxyRoute {
+        let origin = try HTTPRoute.parse(url).origin
+        return configuration.proxy.route(isTLS: origin.isTLS, host: origin.host, port: origin.port)
     }
 
     package var statistics: Statistics {

@@ -11,6 +11,8 @@ import PushSync
 final class HTTPTransfer: Sendable {
     let request: HTTPRequest
     let route: HTTPRoute
+    /// The proxy its connection goes through, nil for direct.
+    let proxy: HTTPProxy?
     let deadline: ContinuousClock.Instant
     let batch: HTTPBatch
     let index: Int
@@ -33,11 +35,12 @@ final class HTTPTransfer: Sendable {
     let initialEngine: Engine
 
     init(
-        request: HTTPRequest, route: HTTPRoute, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
+        request: HTTPRequest, route: HTTPRoute, proxy: HTTPProxy? = nil, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
         engine: Engine, maximumAttempts: Int = 2
     ) {
         self.request = request
         self.route = route
+        self.proxy = proxy
         self.deadline = deadline
         self.batch = batch
         self.index = index

@@ -89,6 +89,7 @@ struct RelayProviderOutcome: Sendable, Equatable {
             (.timeout, "timeout"), (.connectionLost, "connection_lost"), (.streamRefused, "stream_refused"),
             (.cancelled, "cancelled"), (.shutdown, "shutdown"), (.responseTooLarge, "response_too_large"),
             (.badResponse, "bad_response"), (.invalidRequest, "invalid_request"),
+            (.proxyAuthRequired, "proxy_auth_required"), (.proxyRefused, "proxy_refused"),
         ]
         let reason = kinds.first { $0.0 == error }?.1 ?? "network_error"
         return RelayProviderOutcome(.upstream, reason: reason)

@@ -158,6 +158,9 @@ struct ProviderCall: Sendable {
         case .invalidRequest: return Classification(outcome: .failed, reason: .invalidRequest)
         case .invalidConfiguration: return Classification(outcome: .failed, reason: .invalidConfiguration)
         case .other: return Classification(outcome: .failed, reason: .networkError)
+        // The detail names the proxy (password as ***) and, for a refusal, its status.
+        case .proxyAuthRequired: return Classification(outcome: .failed, reason: .proxyAuthRequired, detail: error.detail)
+        case .proxyRefused: return Classification(outcome: .failed, reason: .proxyRefused, detail: error.detail)
         }
     }
 
@@ -184,7 +187,7 @@ extension HTTPClientError {
     /// No connection could be made: the endpoint is down or unreachable.
     var isConnectFailure: Bool {
         switch code {
-        case .dnsFailure, .connectionRefused, .tlsFailure: return true
+        case .dnsFailure, .connectionRefused, .tlsFailure, .proxyAuthRequired, .proxyRefused: return true
         default: return false
         }
     }
