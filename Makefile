@@ -8,8 +8,9 @@ BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev 
 # Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package), Redis
 # (redis-server, with redis-cli from redis-tools for the tests' own checks), and Debian's stock
 # nghttpd (with openssl to make its certificates); Debian's caddy in front of the relay (with curl
-# as the client, from chosen 127.x addresses); systemd-analyze for the relay's unit.
-TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl caddy curl systemd
+# as the client, from chosen 127.x addresses); systemd-analyze for the relay's unit; tinyproxy,
+# the egress proxy the proxy tests go through, and socat, the TLS front that makes it an https:// proxy.
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl caddy curl systemd tinyproxy socat
 BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz deploy-check clean

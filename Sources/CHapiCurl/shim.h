@@ -32,4 +32,7 @@ static inline int hapi_curl_msg_is_done(const CURLMsg *m) { return m->msg == CUR
 static inline CURLcode hapi_curl_msg_result(const CURLMsg *m) { return m->data.result; }
 static inline CURL *hapi_curl_msg_easy(const CURLMsg *m) { return m->easy_handle; }
 
+/* Added for proxy tunnels: CURLINFO_ACTIVESOCKET fills a curl_socket_t. */
+static inline CURLcode hapi_curl_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *v) { return curl_easy_getinfo(h, i, v); }
+
 #endif

@@ -20,6 +20,9 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case invalidRequest
         case invalidConfiguration
         case other
+        // Egress proxies.
+        case proxyAuthRequired
+        case proxyRefused
     }
 
     package let code: Code
@@ -69,6 +72,12 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
     package static let invalidConfiguration = HTTPClientError(.invalidConfiguration)
     /// Any other libcurl failure; `curlCode` and `detail` say which.
     package static let other = HTTPClientError(.other)
+    /// The proxy answered CONNECT with 407: credentials missing or wrong. Nothing reached the
+    /// origin.
+    package static let proxyAuthRequired = HTTPClientError(.proxyAuthRequired)
+    /// The proxy refused CONNECT with another status (in `detail`), e.g. 403 for a port it
+    /// does not tunnel to. Nothing reached the origin.
+    package static let proxyRefused = HTTPClientError(.proxyRefused)
 
     package var description: String {
         var text = summary
@@ -92,6 +101,8 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case .invalidRequest: "invalid request"
         case .invalidConfiguration: "invalid HTTP client configuration"
         case .other: "the HTTP transfer failed"
+        case .proxyAuthRequired: "the proxy wants (other) credentials"
+        case .proxyRefused: "the proxy refused the tunnel"
         }
     }
 }

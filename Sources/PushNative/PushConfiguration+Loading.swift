@@ -168,7 +168,7 @@ extension PushConfiguration {
             // The client's own check, so a file the client would refuse is ignored here instead
             // of bringing every channel down.
             do {
-                _ = try CurlTrustStore.readAdditionalCAFile(path)
+                _ = try HTTPTrustRoots.readAdditionalCAFile(path)
             } catch {
                 report(.error, .caFile, "HAPI_PUSH_CA_FILE \(error.detail ?? path): ignored, only the system trust store is used, so TLS to a server signed by that CA will fail")
                 return nil

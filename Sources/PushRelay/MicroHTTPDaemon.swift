@@ -95,6 +95,11 @@ final class MicroHTTPDaemon: Sendable {
             connectionGuard = RelayConnectionGuard(
                 settings: .init(connectionLimit: settings.connectionLimit, headDeadlineMilliseconds: deadline, bodyDeadlineMilliseconds: deadline))
         }
+        do {
+            try connectionGuard?.start()
+        } catch {
+            throw RelayListenError(message: "cannot listen on \(settings.address.url): \(error)")
+        }
         let core = DaemonCore(settings: settings, connectionGuard: connectionGuard, onHead: onHead, onRequest: onRequest)
         let context = Unmanaged.passRetained(core).toOpaque()
         errno = 0
@@ -117,11 +122,11 @@ final class MicroHTTPDaemon: Sendable {
         guard let started else {
             let reason = errno != 0 ? String(cString: strerror(errno)) : "libmicrohttpd refused to start"
             Unmanaged<DaemonCore>.fromOpaque(context).release()
+            connectionGuard?.stop()
             throw RelayListenError(message: "cannot listen on \(settings.address.url): \(reason)")
         }
         self.core = core
         self.connectionGuard = connectionGuard
-        connectionGuard?.start()
         self.daemon = DaemonHandle(pointer: started, context: context)
         self.address = settings.address.with(port: Int(hapi_mhd_bound_port(started)))
     }

@@ -65,7 +65,7 @@ extension PushRelayConfiguration {
         if let caFile {
             // The client's own check: a file it would refuse stops the relay here, with the reason.
             do {
-                _ = try CurlTrustStore.readAdditionalCAFile(caFile)
+                _ = try HTTPTrustRoots.readAdditionalCAFile(caFile)
             } catch {
                 throw PushRelayStartupError("RELAY_CA_FILE: \(Self.excerpt(error.detail ?? "\(caFile) is unusable"))")
             }
@@ -79,7 +79,7 @@ extension PushRelayConfiguration {
                 }
                 // The same check as RELAY_CA_FILE's: readable, bounded, with a PEM certificate.
                 do {
-                    _ = try CurlTrustStore.readAdditionalCAFile(redisCAFile)
+                    _ = try HTTPTrustRoots.readAdditionalCAFile(redisCAFile)
                 } catch {
                     // The detail is "PATH why": long enough for a long path and its reason.
                     throw PushRelayStartupError("RELAY_REDIS_CA_FILE: \(SafeText.sanitize(error.detail ?? "\(redisCAFile) is unusable", limit: 320))")

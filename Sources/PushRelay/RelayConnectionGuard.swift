@@ -69,14 +69,18 @@ final class RelayConnectionGuard: Sendable {
         headroom = max(1, min(settings.connectionLimit / 20, 1000))
     }
 
-    /// Starts the sweep thread; it ends after `stop()`.
-    func start() {
-        RelayThread.start { [self] in
+    /// The sweep thread, kept so that it is detached (never leaked) when the guard goes.
+    private let sweeper = Locked<PushThread?>(nil)
+
+    /// Starts the sweep thread; it ends at its first sweep after `stop()`.
+    func start() throws(PushThreadError) {
+        let thread = try PushThread.start(name: "hapi-relay-guard") { [self] in
             while true {
                 usleep(useconds_t(clamping: settings.sweepMilliseconds * 1000))
                 if !sweep(now: Self.now()) { return }
             }
         }
+        sweeper.withLock { $0 = thread }
     }
 
     func stop() { state.withLock { $0.stopped = true } }

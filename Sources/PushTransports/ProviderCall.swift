@@ -117,13 +117,16 @@ extension HTTPClientError {
         case .invalidRequest: .unanswered(.invalidRequest, retryable: false)
         case .invalidConfiguration: .unanswered(.invalidConfiguration, retryable: false)
         case .other: .unanswered(.networkError, retryable: false)
+        // The detail names the proxy (its password as ***) and, for a refusal, its status.
+        case .proxyAuthRequired: ProviderAnswer(.refused, status: nil, reason: .proxyAuthRequired, detail: detail)
+        case .proxyRefused: ProviderAnswer(.refused, status: nil, reason: .proxyRefused, detail: detail)
         }
     }
 
     /// No connection could be made: the endpoint is down or unreachable.
     var isConnectFailure: Bool {
         switch code {
-        case .dnsFailure, .connectionRefused, .tlsFailure: return true
+        case .dnsFailure, .connectionRefused, .tlsFailure, .proxyAuthRequired, .proxyRefused: return true
         default: return false
         }
     }

@@ -79,7 +79,7 @@ import Testing
         let port = try #require(RelayProcess.port(of: url))
         #expect(await relay.waitFor("connections: at most 256 (64 per address)"))
         let attack = Task {
-            await RelayThread.run { () -> (held: Int, heldAtEnd: Int) in
+            try await PushThread.run(name: "relay-test") { () -> (held: Int, heldAtEnd: Int) in
                 let sockets = (0..<300).compactMap { _ in TestSocket.connect(port: port, source: "127.0.0.2") }
                 for fd in sockets { TestSocket.send(fd, "POST /v1/push HTTP/1.1\r\nHost: relay.test\r\n") }
                 var held = 0
@@ -112,7 +112,7 @@ import Testing
                 #expect(push.status == 200, "push during the attack, round \(round)")
             }
         }
-        let (held, heldAtEnd) = await attack.value
+        let (held, heldAtEnd) = try await attack.value
         await client.shutdown()
         relay.signal(SIGTERM)
         #expect(await relay.exitStatus() == 0)

@@ -30,13 +30,13 @@ import Testing
         }
         let port = relay.server.port
         // The head: a byte every 200 ms keeps the inactivity timeout (30 s) from ever firing.
-        let head = await RelayThread.run { () -> Double? in
+        let head = try await PushThread.run(name: "relay-test") { () -> Double? in
             guard let fd = TestSocket.connect(port: port) else { return -1 }
             defer { close(fd) }
             return Self.drip(fd, "POST /v1/push HTTP/1.1\r\nHost: relay.test\r\n", intervalMilliseconds: 200, seconds: 12)
         }
         // The body: the head at once, then a byte every 200 ms of a 1000-byte body.
-        let body = await RelayThread.run { () -> Double? in
+        let body = try await PushThread.run(name: "relay-test") { () -> Double? in
             guard let fd = TestSocket.connect(port: port) else { return -1 }
             defer { close(fd) }
             TestSocket.send(fd, "POST /v1/push HTTP/1.1\r\nHost: relay.test\r\nContent-Length: 1000\r\n\r\n")
@@ -44,7 +44,7 @@ import Testing
         }
         // Idle between requests is not a request: a kept-alive connection quiet for longer
         // than the deadline still serves the next one.
-        let idle = await RelayThread.run { () -> [Int?] in
+        let idle = try await PushThread.run(name: "relay-test") { () -> [Int?] in
             guard let fd = TestSocket.connect(port: port) else { return [] }
             defer { close(fd) }
             let first = TestSocket.health(fd)
@@ -64,7 +64,7 @@ import Testing
     @Test func oneAddressHoldsAtMostItsLimitOfConnections() async throws {
         let relay = try RelayFixture { $0.server.connectionsPerAddress = 8 }
         let port = relay.server.port
-        let (open, sameAddress, otherAddress, afterwards) = await RelayThread.run { () -> (Int, Int?, Int?, Int?) in
+        let (open, sameAddress, otherAddress, afterwards) = try await PushThread.run(name: "relay-test") { () -> (Int, Int?, Int?, Int?) in
             let sockets = (0..<20).compactMap { _ in TestSocket.connect(port: port, source: "127.0.0.2") }
             usleep(500_000)
             let open = sockets.filter { !TestSocket.isClosed($0) }.count
@@ -97,7 +97,7 @@ import Testing
             configuration.server.connectionLimit = 20
         }
         let port = relay.server.port
-        let result = await RelayThread.run { () -> (answered: [Int?], fresh: Int?, firstClosed: Bool, lastAgain: Int?) in
+        let result = try await PushThread.run(name: "relay-test") { () -> (answered: [Int?], fresh: Int?, firstClosed: Bool, lastAgain: Int?) in
             var sockets: [Int32] = []
             var answered: [Int?] = []
             for _ in 0..<20 {
@@ -127,7 +127,7 @@ import Testing
     @Test func aChunkedBodyPastTheCapIsAnswered413AndTheConnectionServesOn() async throws {
         let relay = try RelayFixture()
         let port = relay.server.port
-        let (status, next) = await RelayThread.run { () -> (Int?, Int?) in
+        let (status, next) = try await PushThread.run(name: "relay-test") { () -> (Int?, Int?) in
             guard let fd = TestSocket.connect(port: port) else { return (nil, nil) }
             defer { close(fd) }
             TestSocket.send(fd, "POST /v1/push HTTP/1.1\r\nHost: relay.test\r\nTransfer-Encoding: chunked\r\n\r\n")

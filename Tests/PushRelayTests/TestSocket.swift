@@ -4,7 +4,7 @@ import Glibc
 
 /// Raw client sockets for the slow-client tests: connect from any 127.x address, send bytes a
 /// few at a time, exchange requests on one kept-alive connection, see whether the server closed.
-/// Blocking calls: use them from `RelayThread.run` or with short timeouts.
+/// Blocking calls: use them from `PushThread.run` or with short timeouts.
 enum TestSocket {
     /// A connected socket from `source`, or nil.
     static func connect(port: Int, source: String = "127.0.0.1") -> Int32? {
