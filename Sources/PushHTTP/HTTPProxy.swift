@@ -122,7 +122,7 @@ package struct HTTPProxyConfiguration: Sendable {
         return result
     }
 
-    static let variableNames = [
+    package static let variableNames = [
         "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
     ]
 
@@ -162,6 +162,12 @@ package struct HTTPProxyConfiguration: Sendable {
                 }
             }
         }
+    }
+
+    /// Where requests to `url` go, and why; nil for a URL that is not absolute http(s).
+    package func route(forURL url: String) -> HTTPProxyRoute? {
+        guard let origin = try? HTTPRoute.parse(url).origin else { return nil }
+        return route(isTLS: origin.isTLS, host: origin.host, port: origin.port)
     }
 
     /// Where requests to `scheme://host:port` go, and why.
