@@ -132,9 +132,15 @@ public struct PushRelayConfiguration: Sendable {
 
     /// How the providers are reached: `direct (why)` or the proxy (password `***`).
     public var egress: String {
-        let proxies = HTTPProxyConfiguration(httpsProxy: httpsProxy, noProxy: noProxy, environment: proxyEnvironment)
         let endpoint = apns?.endpoint ?? fcm?.endpoint ?? "https://api.push.apple.com"
-        return proxies.route(forURL: endpoint)?.description ?? "direct"
+        return proxyConfiguration.route(forURL: endpoint)?.description ?? "direct"
+    }
+
+    /// The proxy decision of the relay's HTTP client.
+    var proxyConfiguration: HTTPProxyConfiguration {
+        var proxies = HTTPProxyConfiguration(httpsProxy: httpsProxy, noProxy: noProxy, environment: proxyEnvironment)
+        proxies.settingNames = ("RELAY_HTTPS_PROXY", "RELAY_NO_PROXY")
+        return proxies
     }
 
     /// One line for the start-up message: which platforms are served, and how.

@@ -111,8 +111,7 @@ public final class PushRelayServer: Sendable {
             client = try HTTPClient(
                 configuration: .init(
                     requestTimeout: configuration.providerTimeout, additionalTrustedCAFile: configuration.caFile,
-                    proxy: HTTPProxyConfiguration(
-                        httpsProxy: configuration.httpsProxy, noProxy: configuration.noProxy, environment: configuration.proxyEnvironment)))
+                    proxy: configuration.proxyConfiguration))
         } catch {
             Self.abandon(client: nil, log: ownLog, limiter: owned)
             throw PushRelayStartupError(configuration.caFile != nil ? "RELAY_CA_FILE: \(error)" : "cannot start the HTTP client: \(error)")
