@@ -208,3 +208,22 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         ])
     }
 }
+
+extension PushConfiguration: CustomReflectable {
+    /// What `dump()`, debuggers and reflection-based loggers see: the printable values only, so
+    /// the proxy's password (in a setting and in the captured environment) appears as `***`.
+    public var customMirror: Mirror {
+        var shownSettings: [String: String] = [:]
+        for setting in PushSetting.all {
+            guard let resolved = settings[setting.settingsKey] else { continue }
+            shownSettings[setting.settingsKey] = "\(shownValue(setting) ?? "(unset)") [\(resolved.source.rawValue)]"
+        }
+        return Mirror(
+            self,
+            children: [
+                "android": android, "ios": ios, "registry": registry, "relayURL": relayURL, "apnsEndpoint": apnsEndpoint,
+                "fcmEndpoint": fcmEndpoint, "caFile": caFile as Any, "settings": shownSettings, "diagnostics": diagnostics,
+                "persistedKeys": persistedKeys, "egress": egress().map { "\($0.endpoint) → \($0.route)" },
+            ], displayStyle: .struct)
+    }
+}
