@@ -35,13 +35,21 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let databaseURL = PushSetting(
         environmentVariable: "HAPI_PUSH_DATABASE_URL", settingsKey: "pushDatabaseUrl", defaultValue: nil, isPath: false)
 
+    /// The egress proxy for every https request (APNs, FCM, Google's OAuth, the relay):
+    /// overrides `HTTPS_PROXY`/`https_proxy`/`ALL_PROXY`; empty means "direct". May hold a
+    /// password: shown as `***`, never saved to settings.json from the environment.
+    public static let httpsProxy = PushSetting(
+        environmentVariable: "HAPI_PUSH_HTTPS_PROXY", settingsKey: "httpsProxy", defaultValue: nil, isPath: false)
+    /// Hosts that bypass the proxy, as `NO_PROXY` (which it overrides).
+    public static let noProxy = PushSetting(environmentVariable: "HAPI_PUSH_NO_PROXY", settingsKey: "noProxy", defaultValue: nil, isPath: false)
+
     /// A base URL (the relay, an endpoint override): validated, shown with any password as `***`.
     public var isURL: Bool { self == .relayURL || self == .apnsEndpoint || self == .fcmEndpoint }
 
     /// Every setting, in the order documented and printed.
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
-        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL,
+        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .httpsProxy, .noProxy,
     ]
 }
 

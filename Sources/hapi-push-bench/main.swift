@@ -475,6 +475,40 @@ func benchHTTPClient() async throws {
     print("connections used: \(server.connectionsAccepted - 1) for HTTPClient (h2load: 1)")
 }
 
+/// The HTTP client's 4 KB POSTs through tinyproxy (an http:// CONNECT proxy, one tunnel) next
+/// to the same client direct and h2load direct, in the same run: the tunnel costs one CONNECT
+/// per connection, and tinyproxy then copies bytes.
+func benchProxy() async throws {
+    let server = try LoopbackServer { _ in .json(#"{"ok":true}"#) }
+    defer { server.stop() }
+    let proxy = try Tinyproxy(connectPorts: [server.port])
+    defer { proxy.stop() }
+    let body = [UInt8](repeating: UInt8(ascii: "a"), count: 4096)
+    let url = server.baseURL + "/v1/push"
+    print("\n== HTTP/2 client through an egress proxy (tinyproxy, 4 KB POSTs, one connection, 100 streams) ==")
+    let ceiling = h2loadRate(url: url, body: body, requests: 50_000, streams: 100)
+    let request = HTTPRequest(method: .post, url: url, headers: ["content-type": "application/json"], body: body)
+    let count = 30_000
+    func rate(_ proxyURL: String) async throws -> Double {
+        let client = try HTTPClient(
+            configuration: .init(
+                additionalTrustedCAFile: server.caCertificatePath, maximumConnectionsPerHost: 1, maximumConcurrentStreamsPerConnection: 100,
+                proxy: HTTPProxyConfiguration(httpsProxy: proxyURL, environment: [:])))
+        _ = try await client.send(request)
+        let elapsed = await secondsAsync {
+            for _ in 0..<(count / 1000) { _ = await client.send(Array(repeating: request, count: 1000)) }
+        }
+        await client.shutdown()
+        return Double(count) / elapsed
+    }
+    let direct = try await rate("")
+    let proxied = try await rate(proxy.url())
+    if let ceiling { print("h2load direct (reference)              \(format(ceiling))") }
+    print("HTTPClient direct, batches of 1,000    \(format(direct))")
+    print("HTTPClient via tinyproxy               \(format(proxied))   ratio to direct \(String(format: "%.2f", proxied / direct))")
+    print("CONNECTs seen by the proxy: \(proxy.connectTargets.count)")
+}
+
 func secondsAsync(_ body: () async throws -> Void) async rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
     try await body()
@@ -747,7 +781,7 @@ func benchRelayLoad() async throws {
     process.waitUntilExit()
 }
 
-/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay] [relayload]`: all sections by default.
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay] [relayload] [proxy]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -760,6 +794,7 @@ do {
     if wanted("send") { try await benchSendMemory() }
     if wanted("relay") { try await benchRelay() }
     if wanted("relayload") { try await benchRelayLoad() }
+    if wanted("proxy") { try await benchProxy() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)

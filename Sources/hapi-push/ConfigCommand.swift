@@ -35,6 +35,10 @@ enum ConfigCommand {
         print("Android (phone, wear): \(android.transport.name)   mode \(Terminal.line(android.mode)): \(Terminal.line(android.reason))")
         print("iOS:                   \(ios.transport.name)   mode \(Terminal.line(ios.mode)): \(Terminal.line(ios.reason))")
         print("Registry:              \(configuration.registry.name)   \(Terminal.line(configuration.registry.location))")
+        // Which proxy each endpoint's requests take, or `direct` and why (password as ***).
+        for (endpoint, route) in configuration.egress() {
+            print(pad("Egress \(endpoint):", 22) + " " + Terminal.line(route))
+        }
         print("")
         print("SETTING                ENVIRONMENT               SOURCE   VALUE")
         for setting in PushSetting.all {
