@@ -134,9 +134,10 @@ final class RelayConnectionGuard: Sendable {
     private func move(_ connection: OpaquePointer, to phase: Phase, markBytes: Bool = false) {
         let key = Self.key(connection)
         let now = Self.now()
+        // On the connection's own thread: its socket is open; ask the kernel before the lock.
+        let mark = markBytes ? max(0, hapi_tcp_bytes_received(hapi_mhd_connection_fd(connection))) : 0
         state.withLock { state in
             guard let record = state.records[key], record.phase != .closing, record.phase != phase else { return }
-            let mark = markBytes ? max(0, hapi_tcp_bytes_received(record.socket)) : 0
             state.serial += 1
             state.records[key] = Record(socket: record.socket, phase: phase, since: now, mark: mark, serial: state.serial)
         }
