@@ -1,1 +1,1 @@
-// PushTransports: the HTTP/2 client on libcurl and the relay, APNs and FCM transports.
+// PushTransports: the relay, APNs and FCM transports, sending through PushHTTP's client (nghttp2 for HTTP/2, libcurl for the rest).
