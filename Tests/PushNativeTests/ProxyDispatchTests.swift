@@ -14,6 +14,13 @@ import PushHTTP
 @Suite(.serialized) struct ProxyDispatchTests {
     static let password = "hub-proxy-Secret_77"
 
+    /// The stand-ins' hub environment without the proxy variables SecretWorld adds.
+    static func environment(_ world: SecretWorld, ios: String, android: String, dataDirectory: String) -> [String: String] {
+        var environment = world.environment(ios: ios, android: android, dataDirectory: dataDirectory)
+        for name in ["HTTPS_PROXY", "HAPI_PUSH_HTTPS_PROXY", "NO_PROXY", "HAPI_PUSH_NO_PROXY"] { environment[name] = nil }
+        return environment
+    }
+
     /// Registers `devices`, dispatches once, and returns the report with everything printable.
     static func dispatch(
         world: SecretWorld, environment: [String: String], dataDirectory: String, devices: [SecretWorld.Device], logger: TextCapturingLogger
@@ -48,7 +55,7 @@ import PushHTTP
 
         for (ios, android) in [("apns", "fcm"), ("relay", "relay")] {
             let dataDirectory = world.directory + "/proxy-\(ios)-\(android)"
-            var environment = world.environment(ios: ios, android: android, dataDirectory: dataDirectory)
+            var environment = Self.environment(world, ios: ios, android: android, dataDirectory: dataDirectory)
             environment["HAPI_PUSH_HTTPS_PROXY"] = proxy.url()
             environment["HTTPS_PROXY"] = "http://127.0.0.1:1"  // overridden by the setting
             let devices = try world.devices(ios: ios, android: android, scenarios: [.ok])
@@ -71,7 +78,7 @@ import PushHTTP
 
         // NO_PROXY (the hub's setting) matching the stand-ins: direct, nothing through the proxy.
         let directDirectory = world.directory + "/proxy-direct"
-        var direct = world.environment(ios: "relay", android: "relay", dataDirectory: directDirectory)
+        var direct = Self.environment(world, ios: "relay", android: "relay", dataDirectory: directDirectory)
         direct["HAPI_PUSH_HTTPS_PROXY"] = proxy.url()
         direct["HAPI_PUSH_NO_PROXY"] = "localhost,127.0.0.0/8"
         let before = proxy.connectTargets.count
@@ -86,7 +93,7 @@ import PushHTTP
         // A wrong password: every delivery fails as proxy_auth_required, nothing reaches a provider.
         world.providers.clearRequests()
         let wrongDirectory = world.directory + "/proxy-wrong"
-        var wrong = world.environment(ios: "apns", android: "fcm", dataDirectory: wrongDirectory)
+        var wrong = Self.environment(world, ios: "apns", android: "fcm", dataDirectory: wrongDirectory)
         wrong["HTTPS_PROXY"] = proxy.url(password: "not-the-" + Self.password)
         let (wrongReport, wrongText) = try await Self.dispatch(
             world: world, environment: wrong, dataDirectory: wrongDirectory,
