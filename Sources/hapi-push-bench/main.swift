@@ -619,6 +619,69 @@ func benchSendMemory() async throws {
 }
 
 
+/// One operator's `hapi-push send` to 10,000 iOS devices over direct APNs against Debian's
+/// stock `nghttpd` (the whole process: start-up, registry read, sealing, sends, report), in
+/// deliveries per second, next to h2load POSTing the same APNs request to the same nghttpd over
+/// one TLS connection (the ceiling), measured in the same run.
+func benchSendNghttpd() async throws {
+    print("\n== hapi-push send to 10,000 iOS devices (direct APNs) against nghttpd: the whole process ==")
+    let nghttpd = try StockNghttpd()
+    defer { nghttpd.stop() }
+    let providers = try LoopbackProviders()  // only for its throwaway APNs key and environment
+    defer { providers.stop() }
+    let directory = providers.directory + "/nghttpd-hub"
+    let store = try SQLitePushDeviceStore(directory: directory)
+    let key = try PushKey.generate()
+    for i in 0..<10_000 {
+        let token = Digest.hex(Digest.sha256(Array("nghttpd-device-\(i)".utf8)))
+        _ = try await (store as any PushDeviceStore).upsert(
+            PushRegistrationRequest(namespace: "load", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
+    }
+    var environment = ProcessInfo.processInfo.environment
+    for (name, value) in providers.environment(iosMode: "apns", androidMode: "off", dataDirectory: directory) { environment[name] = value }
+    environment["HAPI_APNS_ENDPOINT"] = nghttpd.baseURL
+    environment["HAPI_PUSH_CA_FILE"] = nghttpd.caPath
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("hapi-push").path
+    guard FileManager.default.isExecutableFile(atPath: binary) else {
+        print("hapi-push not built beside the bench (make bench builds it)")
+        return
+    }
+    func send(_ run: Int) -> (seconds: Double, status: Int32) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["send", "--namespace", "load", "--type", "ready", "--session-id", "s\(run)", "--title", "Claude is ready", "--body", "Ready"]
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let start = DispatchTime.now().uptimeNanoseconds
+        guard (try? process.run()) != nil else { return (0, -1) }
+        process.waitUntilExit()
+        return (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, process.terminationStatus)
+    }
+    _ = send(0)  // warm: page cache, nghttpd
+    let envelope = try PushEnvelopeCipher.seal(Array(#"{"type":"ready"}"#.utf8), key: key)
+    let body = Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"\#(envelope)"}}"#.utf8)
+    // Interleaved, best of each: on a shared machine (and nghttpd writes every upload to a
+    // file) the two figures are only comparable when taken side by side.
+    var runs: [(seconds: Double, status: Int32)] = []
+    var ceilings: [Double] = []
+    for round in 1...5 {
+        runs.append(send(round))
+        if let rate = h2loadRate(url: nghttpd.baseURL + "/3/device/" + String(repeating: "a", count: 64), body: body, requests: 10_000, streams: 100) {
+            ceilings.append(rate)
+        }
+    }
+    let best = runs.map(\.seconds).min() ?? 0
+    let rate = best > 0 ? 10_000 / best : 0
+    let ceiling = ceilings.max()
+    print("hapi-push send, best of 5: \(String(format: "%.2f", best)) s (runs \(runs.map { String(format: "%.2f", $0.seconds) }.joined(separator: " ")); exit \(runs.map(\.status))); h2load runs \(ceilings.map { String(format: "%.0f", $0) }.joined(separator: " "))/s")
+    if let ceiling {
+        print("deliveries: \(format(rate))   h2load \(format(ceiling))   ratio \(String(format: "%.2f", rate / ceiling))")
+    } else {
+        print("deliveries: \(format(rate))")
+    }
+}
+
 /// Runs h2load with `arguments` (the body from a temporary file) and returns its requests per
 /// second and how many requests were answered 2xx.
 func h2load(_ arguments: [String], body: [UInt8]) -> (rate: Double, ok: Int)? {
@@ -783,7 +846,7 @@ func benchRelayLoad() async throws {
     process.waitUntilExit()
 }
 
-/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay] [relayload] [proxy]`: all sections by default.
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [nghttpd] [relay] [relayload] [proxy]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -794,6 +857,7 @@ do {
     if wanted("http") { try await benchHTTPClient() }
     if wanted("dispatch") { try await benchDispatch() }
     if wanted("send") { try await benchSendMemory() }
+    if wanted("nghttpd") { try await benchSendNghttpd() }
     if wanted("relay") { try await benchRelay() }
     if wanted("relayload") { try await benchRelayLoad() }
     if wanted("proxy") { try await benchProxy() }
