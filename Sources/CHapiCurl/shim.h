@@ -15,8 +15,6 @@ typedef size_t (*hapi_curl_data_callback)(char *ptr, size_t size, size_t nmemb, 
 static inline CURLcode hapi_curl_easy_setopt_data_callback(CURL *h, CURLoption o, hapi_curl_data_callback cb) { return curl_easy_setopt(h, o, cb); }
 
 static inline CURLcode hapi_curl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
-static inline CURLcode hapi_curl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
-static inline CURLcode hapi_curl_easy_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 
 static inline CURLMcode hapi_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 
