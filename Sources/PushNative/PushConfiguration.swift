@@ -116,6 +116,8 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     public let ios: Channel<IOSTransport>
     /// The registry `NativePush.start`, the CLI and `hapi-push config` use.
     public let registry: RegistryStore
+    /// Web Push to the operator's browsers (the fallback when no native device got it).
+    public let webPush: PushWebPushSettings
     /// The relay base URL (both platforms), without a trailing slash.
     public let relayURL: String
     /// The APNs endpoint in use (override, or from the APNs environment).
@@ -135,6 +137,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
             "android: mode \(android.mode) → \(android.transport.name) (\(android.reason))",
             "ios: mode \(ios.mode) → \(ios.transport.name) (\(ios.reason))",
             "registry: \(registry)",
+            "webpush: \(webPush)",
         ]
         for setting in PushSetting.all {
             guard let resolved = settings[setting.settingsKey] else { continue }
@@ -166,6 +169,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
             ]),
             "ios": .object(["mode": .string(ios.mode), "transport": .string(ios.transport.name), "reason": .string(ios.reason)]),
             "registry": .object(["store": .string(registry.name), "location": .string(registry.location)]),
+            "webPush": webPush.jsonValue,
             "settings": .object(settingsObject),
             "diagnostics": .array(
                 diagnostics.map {

@@ -35,13 +35,23 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let databaseURL = PushSetting(
         environmentVariable: "HAPI_PUSH_DATABASE_URL", settingsKey: "pushDatabaseUrl", defaultValue: nil, isPath: false)
 
+    /// Web Push to the operator's browsers when no native device got a notification: `auto`
+    /// (default) or `off`.
+    public static let webPushMode = PushSetting(
+        environmentVariable: "HAPI_WEB_PUSH", settingsKey: "webPushMode", defaultValue: "auto", isPath: false)
+    /// `1` lets Web Push POST to endpoints on loopback or private addresses (tests, private
+    /// push services); refused otherwise (server-side request forgery).
+    public static let webPushAllowPrivateEndpoints = PushSetting(
+        environmentVariable: "HAPI_WEB_PUSH_ALLOW_PRIVATE_ENDPOINTS", settingsKey: "webPushAllowPrivateEndpoints", defaultValue: nil,
+        isPath: false)
+
     /// A base URL (the relay, an endpoint override): validated, shown with any password as `***`.
     public var isURL: Bool { self == .relayURL || self == .apnsEndpoint || self == .fcmEndpoint }
 
     /// Every setting, in the order documented and printed.
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
-        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL,
+        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .webPushMode, .webPushAllowPrivateEndpoints,
     ]
 }
 

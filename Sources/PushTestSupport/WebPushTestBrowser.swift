@@ -70,13 +70,28 @@ public final class WebPushTestBrowser: @unchecked Sendable {
         return padded
     }
 
+    /// SubjectPublicKeyInfo for id-ecPublicKey / prime256v1, before the raw point.
+    static let spkiPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03,
+        0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
+    /// A raw P-256 public key (a VAPID `publicKey`, URL-safe base64) as PEM, for `JWTVerifier`.
+    public static func publicKeyPEM(vapidPublicKey: String) -> String? {
+        guard let point = JWTVerifier.base64URLDecode(vapidPublicKey), point.count == 65 else { return nil }
+        let body = Base64.encode(spkiPrefix + point)
+        var lines = ["-----BEGIN PUBLIC KEY-----"]
+        var rest = Substring(body)
+        while !rest.isEmpty {
+            lines.append(String(rest.prefix(64)))
+            rest = rest.dropFirst(64)
+        }
+        lines.append("-----END PUBLIC KEY-----")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
     private func sharedSecret(with point: [UInt8]) -> [UInt8]? {
-        // SubjectPublicKeyInfo for id-ecPublicKey / prime256v1 around the raw point.
-        let prefix: [UInt8] = [
-            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03,
-            0x01, 0x07, 0x03, 0x42, 0x00,
-        ]
-        let der = prefix + point
+        let der = Self.spkiPrefix + point
         let peer: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
             return d2i_PUBKEY(nil, &cursor, buffer.count)

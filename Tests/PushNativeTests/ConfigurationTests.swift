@@ -80,7 +80,7 @@ final class ConfigFixture: @unchecked Sendable {
         "iosPushRelayUrl": "https://relay.example.test", "apnsKeyP8Path": "/nonexistent/key.p8", "apnsKeyId": "KID",
         "apnsTeamId": "TEAM", "apnsBundleId": "b.id", "apnsEnv": "sandbox", "apnsEndpoint": "https://apns.example.test",
         "fcmEndpoint": "https://fcm.example.test", "pushCaFile": "/nonexistent/ca.pem",
-        "pushDatabaseUrl": "postgresql://hub@db.example.test:5432/hapi",
+        "pushDatabaseUrl": "postgresql://hub@db.example.test:5432/hapi", "webPushMode": "off", "webPushAllowPrivateEndpoints": "1",
     ]
 
     @Test(arguments: PushSetting.all)
