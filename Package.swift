@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "PushEnvelope", targets: ["PushEnvelope"]),
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
         .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
+        .library(name: "PushProviders", targets: ["PushProviders"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
         .library(name: "PushRelay", targets: ["PushRelay"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
@@ -68,9 +69,13 @@ let package = Package(
         .target(
             name: "PushHTTP", dependencies: ["PushSync", "CHapiCurl", "CHapiNghttp2", "CHapiOpenSSL", "CHapiLinux"],
             swiftSettings: strictSettings),
-        // The relay, APNs and FCM transports.
+        // What each provider wants on the wire and what its answers mean, with no I/O: one request
+        // builder and one answer parser per provider, the provider tokens. Shared by the hub's
+        // transports and the relay.
+        .target(name: "PushProviders", dependencies: ["PushEnvelope", "CHapiOpenSSL"], swiftSettings: strictSettings),
+        // The hub's ways out (relay, APNs, FCM) and their policy: backoff, retries, pruning.
         .target(
-            name: "PushTransports", dependencies: ["PushEnvelope", "PushSync", "PushHTTP", "CHapiOpenSSL"],
+            name: "PushTransports", dependencies: ["PushProviders", "PushEnvelope", "PushSync", "PushHTTP", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // A real HTTP/2 + TLS server on loopback (nghttp2 + OpenSSL), for tests and the demo.
         .target(
@@ -83,11 +88,12 @@ let package = Package(
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
-            name: "PushNative", dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "DeviceRegistryPostgres", "PushHTTP", "PushTransports"],
+            name: "PushNative",
+            dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "DeviceRegistryPostgres", "PushHTTP", "PushProviders", "PushTransports"],
             swiftSettings: strictSettings),
         // The push relay service (beside PushNative, never depending on it) and its executable.
         .target(
-            name: "PushRelay", dependencies: ["PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
+            name: "PushRelay", dependencies: ["PushProviders", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
@@ -118,6 +124,7 @@ let package = Package(
         .testTarget(
             name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
             swiftSettings: strictSettings),
+        .testTarget(name: "PushSyncTests", dependencies: ["PushSync", "CHapiLinux"], swiftSettings: strictSettings),
         .testTarget(
             name: "DeviceRegistryTests",
             dependencies: ["DeviceRegistry", "DeviceRegistryPostgres", "PushEnvelope", "PushTestSupport", "CHapiPostgres", "hapi-push-testsupport"],
@@ -125,6 +132,9 @@ let package = Package(
         .testTarget(
             name: "PushHTTPTests",
             dependencies: ["PushHTTP", "PushLoopbackServer", "PushTestSupport", "PushSync"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "PushProvidersTests", dependencies: ["PushProviders", "PushEnvelope", "PushTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushTransportsTests",
@@ -173,9 +183,9 @@ if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
         fuzzTarget("FuzzEnvelope", ["PushEnvelope"]),
         fuzzTarget("FuzzSettings", ["PushNative", "PushEnvelope"]),
         fuzzTarget("FuzzJSON", ["PushEnvelope"]),
-        fuzzTarget("FuzzClassify", ["PushTransports"]),
+        fuzzTarget("FuzzClassify", ["PushProviders"]),
         fuzzTarget("FuzzURL", ["PushNative"]),
         fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
-        fuzzTarget("FuzzSanitize", ["PushTransports"]),
+        fuzzTarget("FuzzSanitize", ["PushProviders"]),
     ]
 }

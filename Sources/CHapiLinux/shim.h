@@ -49,6 +49,19 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 /* Names the calling thread (at most 15 bytes), so `top -H`, perf and debuggers tell ours apart. */
 static inline void hapi_name_this_thread(const char *name) { pthread_setname_np(pthread_self(), name); }
 
+/* Like pthread_setname_np: glibc declares it only under _GNU_SOURCE. */
+extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attributes);
+
+/* The calling thread's stack size in bytes (0 if unknown): tests check a thread got the one asked. */
+static inline size_t hapi_this_thread_stack_size(void) {
+    pthread_attr_t attributes;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
+    pthread_attr_getstacksize(&attributes, &size);
+    pthread_attr_destroy(&attributes);
+    return size;
+}
+
 /* For our own executables only, never the library: one malloc arena for every thread. */
 static inline int hapi_use_one_malloc_arena(void) { return mallopt(M_ARENA_MAX, 1); }
 

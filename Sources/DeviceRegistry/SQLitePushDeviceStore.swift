@@ -65,8 +65,11 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
         }
         try Self.createFileIfMissing(configuration.path)
         let connection = try SQLiteConnection(path: configuration.path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
-        let journal = try connection.query("PRAGMA journal_mode=WAL")
-        guard journal.first?.first?.text?.lowercased() == "wal" else {
+        // Asking first: a database already in WAL mode is left as it is, so opening one that
+        // another process is writing to never waits for that writer.
+        var journal = try connection.query("PRAGMA journal_mode").first?.first?.text?.lowercased()
+        if journal != "wal" { journal = try connection.query("PRAGMA journal_mode=WAL").first?.first?.text?.lowercased() }
+        guard journal == "wal" else {
             throw PushDeviceStoreError.readOnly.with(
                 "device database \(configuration.path) could not switch to WAL mode: its directory must be writable by the hub's user")
         }
@@ -278,8 +281,13 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
     /// Creates the table in a new database, migrates one we created forward, and checks that a
     /// table we did not create (an adopted hub database) has the columns and unique key we
     /// rely on. Returns whether `id` is an INTEGER PRIMARY KEY (then SQLite assigns it).
+    ///
+    /// A schema that is already current is only read (a deferred read transaction, which in WAL
+    /// mode never waits for a writer): opening the store to list devices must not queue behind
+    /// another process's write. The write lock is taken only when there is something to create.
     private static func migrate(_ db: SQLiteConnection, table: String, path: String) throws(PushDeviceStoreError) -> Bool {
-        try db.transaction { () throws(PushDeviceStoreError) -> Bool in
+        if let idIsInteger = try currentSchema(db, table: table, path: path) { return idIsInteger }
+        return try db.transaction { () throws(PushDeviceStoreError) -> Bool in
             let version = try db.query("PRAGMA user_version").first?.first?.integer ?? 0
             let exists = try !db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]).isEmpty
             if !exists {
@@ -310,23 +318,44 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
             }
             // Version 1 is the first schema; later versions add their steps here, each guarded
             // by `version < N` and only for databases whose table this code created.
-            let columns = try db.query("SELECT name, type, pk FROM pragma_table_info(?)", [.text(table)])
-            let names = Set(columns.compactMap { $0.first?.text?.lowercased() })
-            let required = ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"]
-            let missing = required.filter { !names.contains($0) }
-            guard missing.isEmpty else {
-                throw PushDeviceStoreError.incompatibleSchema.with(
-                    "table \"\(table)\" in \(path) lacks column(s) \(missing.joined(separator: ", ")): choose another table name or database")
-            }
-            guard try hasUniqueKey(db, table: table) else {
-                throw PushDeviceStoreError.incompatibleSchema.with(
-                    "table \"\(table)\" in \(path) has no unique key on (namespace, device_id, platform): choose another table name or database")
-            }
+            let idIsInteger = try checkColumns(db, table: table, path: path)
             try db.execute("CREATE INDEX IF NOT EXISTS \"\(table)_token\" ON \"\(table)\" (token)")
-            let idColumn = columns.first { $0.first?.text?.lowercased() == "id" }
-            let idType = idColumn?[1].text?.uppercased() ?? ""
-            return idType == "INTEGER" && (idColumn?[2].integer ?? 0) > 0
+            return idIsInteger
         }
+    }
+
+    /// Whether `id` is an INTEGER PRIMARY KEY when the schema needs nothing created or migrated
+    /// (read without the write lock), or nil when `migrate` must take the write lock.
+    private static func currentSchema(_ db: SQLiteConnection, table: String, path: String) throws(PushDeviceStoreError) -> Bool? {
+        try db.query("BEGIN DEFERRED")
+        defer { _ = try? db.query("COMMIT") }
+        let version = try db.query("PRAGMA user_version").first?.first?.integer ?? 0
+        let indexes = Set(
+            try db.query("SELECT name FROM sqlite_master WHERE tbl_name = ? AND type IN ('table', 'index')", [.text(table)])
+                .compactMap { $0.first?.text })
+        guard indexes.contains(table), indexes.contains("\(table)_token") else { return nil }
+        // Ours (versions 1...current) must be at the current version with its listing index.
+        if (1...schemaVersion).contains(version), version < schemaVersion || !indexes.contains("\(table)_listing") { return nil }
+        return try checkColumns(db, table: table, path: path)
+    }
+
+    /// Checks the columns and unique key we rely on; returns whether `id` is an INTEGER PRIMARY KEY.
+    private static func checkColumns(_ db: SQLiteConnection, table: String, path: String) throws(PushDeviceStoreError) -> Bool {
+        let columns = try db.query("SELECT name, type, pk FROM pragma_table_info(?)", [.text(table)])
+        let names = Set(columns.compactMap { $0.first?.text?.lowercased() })
+        let required = ["id", "namespace", "token", "platform", "device_id", "push_key", "created_at", "updated_at"]
+        let missing = required.filter { !names.contains($0) }
+        guard missing.isEmpty else {
+            throw PushDeviceStoreError.incompatibleSchema.with(
+                "table \"\(table)\" in \(path) lacks column(s) \(missing.joined(separator: ", ")): choose another table name or database")
+        }
+        guard try hasUniqueKey(db, table: table) else {
+            throw PushDeviceStoreError.incompatibleSchema.with(
+                "table \"\(table)\" in \(path) has no unique key on (namespace, device_id, platform): choose another table name or database")
+        }
+        let idColumn = columns.first { $0.first?.text?.lowercased() == "id" }
+        let idType = idColumn?[1].text?.uppercased() ?? ""
+        return idType == "INTEGER" && (idColumn?[2].integer ?? 0) > 0
     }
 
     private static func hasUniqueKey(_ db: SQLiteConnection, table: String) throws(PushDeviceStoreError) -> Bool {

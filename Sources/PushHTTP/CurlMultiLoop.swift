@@ -41,7 +41,6 @@ final class CurlMultiLoop: Sendable {
     private struct Shared: Sendable {
         var commands: [Command] = []
         var phase: Phase = .running
-        var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// The `CURLM *`. Off the loop thread it is only passed to `curl_multi_wakeup` (documented
@@ -56,6 +55,8 @@ final class CurlMultiLoop: Sendable {
     let counters: HTTPCounters
     private let multi: MultiHandle
     private let shared = Locked(Shared())
+    /// The loop's thread, set once it has started (before `start` returns the loop).
+    private let thread = Locked<PushThread?>(nil)
 
     /// `curl_global_init`, once per process, before the first handle.
     private static let globalInitResult: Int = Int(hapi_curl_global_init_all().rawValue)
@@ -99,23 +100,14 @@ final class CurlMultiLoop: Sendable {
         }
 
         let loop = CurlMultiLoop(multi: multi, settings: settings, counters: counters)
-        let context = Unmanaged.passRetained(loop).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(
-            &thread, nil,
-            { context in
-                guard let context else { return nil }
-                let loop = Unmanaged<CurlMultiLoop>.fromOpaque(context).takeRetainedValue()
-                hapi_name_this_thread("hapi-push-curl")
-                loop.run()
-                return nil
-            }, context)
-        guard rc == 0 else {
-            Unmanaged<CurlMultiLoop>.fromOpaque(context).release()
+        let thread: PushThread
+        do {
+            thread = try PushThread.start(name: "hapi-push-curl") { loop.run() }
+        } catch {
             curl_multi_cleanup(multi)
-            throw HTTPClientError(.other, detail: "cannot start the HTTP client thread (pthread_create: \(rc))")
+            throw HTTPClientError(.other, detail: "cannot start the HTTP client thread (\(error.call): \(error.code))")
         }
-        pthread_detach(thread)
+        loop.thread.withLock { $0 = thread }
         return loop
     }
 
@@ -142,25 +134,10 @@ final class CurlMultiLoop: Sendable {
         }
     }
 
-    /// Shuts down and waits until the thread has freed everything. Idempotent.
+    /// Shuts down and waits until the thread has freed everything and been joined. Idempotent.
     func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let exited = shared.withLock { shared in
-                switch shared.phase {
-                case .exited:
-                    return true
-                case .running:
-                    shared.phase = .shuttingDown
-                    _ = curl_multi_wakeup(multi.raw)
-                    shared.exitWaiters.append(continuation)
-                    return false
-                case .shuttingDown:
-                    shared.exitWaiters.append(continuation)
-                    return false
-                }
-            }
-            if exited { continuation.resume() }
-        }
+        beginShutdown()
+        await thread.withLock({ $0 })?.joined()
     }
 
     // MARK: - Loop thread
@@ -257,12 +234,7 @@ final class CurlMultiLoop: Sendable {
             handle.transfer.abort(with: .shutdown)
         }
         curl_multi_cleanup(multi.raw)
-        let waiters = shared.withLock { shared in
-            shared.phase = .exited
-            defer { shared.exitWaiters = [] }
-            return shared.exitWaiters
-        }
-        for waiter in waiters { waiter.resume() }
+        shared.withLock { $0.phase = .exited }
     }
 
     private func add(_ transfer: HTTPTransfer, stopping: Bool, into registry: inout Registry) {

@@ -39,7 +39,6 @@ final class H2EventLoop: Sendable {
     private struct Shared: Sendable {
         var commands: [Command] = []
         var phase: Phase = .running
-        var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     let settings: Settings
@@ -49,6 +48,8 @@ final class H2EventLoop: Sendable {
     let wakeFD: Int32
     let epollFD: Int32
     private let shared = Locked(Shared())
+    /// The loop's thread, set once it has started (before `start` returns the loop).
+    private let thread = Locked<PushThread?>(nil)
 
     private init(settings: Settings, counters: HTTPCounters, wakeFD: Int32, epollFD: Int32) {
         self.settings = settings
@@ -73,14 +74,9 @@ final class H2EventLoop: Sendable {
             throw HTTPClientError(.other, detail: "epoll_ctl failed: \(String(cString: strerror(errno)))")
         }
         let handle = H2EventLoop(settings: settings, counters: counters, wakeFD: wakeFD, epollFD: epollFD)
-        let context = Unmanaged.passRetained(handle).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(
-            &thread, nil,
-            { context in
-                guard let context else { return nil }
-                let handle = Unmanaged<H2EventLoop>.fromOpaque(context).takeRetainedValue()
-                hapi_name_this_thread("hapi-push-h2")
+        let thread: PushThread
+        do {
+            thread = try PushThread.start(name: "hapi-push-h2") {
                 // Writes to a peer that has gone must fail with EPIPE, not kill the host: block
                 // SIGPIPE on this thread only (OpenSSL writes with write(2), not MSG_NOSIGNAL).
                 var signals = sigset_t()
@@ -89,15 +85,13 @@ final class H2EventLoop: Sendable {
                 pthread_sigmask(SIG_BLOCK, &signals, nil)
                 H2Loop(handle: handle).run()
                 handle.exited()
-                return nil
-            }, context)
-        guard rc == 0 else {
-            Unmanaged<H2EventLoop>.fromOpaque(context).release()
+            }
+        } catch {
             Glibc.close(wakeFD)
             Glibc.close(epollFD)
-            throw HTTPClientError(.other, detail: "cannot start the HTTP/2 thread (pthread_create: \(rc))")
+            throw HTTPClientError(.other, detail: "cannot start the HTTP/2 thread (\(error.call): \(error.code))")
         }
-        pthread_detach(thread)
+        handle.thread.withLock { $0 = thread }
         return handle
     }
 
@@ -129,25 +123,11 @@ final class H2EventLoop: Sendable {
         }
     }
 
-    /// Shuts down and waits until the thread has failed what was pending and freed everything.
+    /// Shuts down and waits until the thread has failed what was pending, freed everything and
+    /// been joined.
     func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let exited = shared.withLock { shared in
-                switch shared.phase {
-                case .exited:
-                    return true
-                case .running:
-                    shared.phase = .shuttingDown
-                    wake()
-                    shared.exitWaiters.append(continuation)
-                    return false
-                case .shuttingDown:
-                    shared.exitWaiters.append(continuation)
-                    return false
-                }
-            }
-            if exited { continuation.resume() }
-        }
+        beginShutdown()
+        await thread.withLock({ $0 })?.joined()
     }
 
     // MARK: - Loop thread
@@ -163,14 +143,9 @@ final class H2EventLoop: Sendable {
     }
 
     private func exited() {
-        let waiters = shared.withLock { shared in
-            shared.phase = .exited
-            defer { shared.exitWaiters = [] }
-            return shared.exitWaiters
-        }
+        shared.withLock { $0.phase = .exited }
         Glibc.close(wakeFD)
         Glibc.close(epollFD)
-        for waiter in waiters { waiter.resume() }
     }
 }
 

@@ -28,17 +28,18 @@
 @_exported public import class DeviceRegistry.InMemoryPushDeviceStore
 @_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
 
-// PushTransports: credentials, the retry policy, and the logger hook.
-@_exported public import struct PushTransports.APNsCredentials
+// PushProviders and PushTransports: credentials, outcomes and reasons, the retry policy, and
+// the logger hook.
+@_exported public import struct PushProviders.APNsCredentials
 @_exported public import struct PushTransports.FCMServiceAccount
-@_exported public import struct PushTransports.PushCredentialError
+@_exported public import struct PushProviders.PushCredentialError
 @_exported public import struct PushTransports.PushRetryPolicy
 @_exported public import protocol PushTransports.PushLogger
 @_exported public import struct PushTransports.PushLogRecord
 @_exported public import struct PushTransports.SilentPushLogger
-@_exported public import enum PushTransports.PushDeliveryOutcome
-@_exported public import struct PushTransports.PushDeliveryReason
-@_exported public import enum PushTransports.PushTransportName
+@_exported public import enum PushProviders.PushDeliveryOutcome
+@_exported public import struct PushProviders.PushDeliveryReason
+@_exported public import enum PushProviders.PushTransportName
 
 // Metrics: a sink shaped like swift-metrics' factory, and a ready Prometheus aggregator.
 @_exported public import protocol PushTransports.PushMetricsFactory

@@ -1,16 +1,15 @@
 public import DeviceRegistry
 public import PushEnvelope
-public import PushTransports
+public import PushProviders
+import PushTransports
 
 /// What one dispatch did, device by device, and whether the hub should skip Web Push.
 public struct PushDispatchReport: Sendable, CustomStringConvertible {
     /// One device's fate.
     public struct Delivery: Sendable, Hashable {
-        public enum Outcome: String, Sendable, Hashable {
-            case sent, invalid, failed
-            /// Not attempted: the channel is off, or the device cannot be reached this way.
-            case skipped
-        }
+        /// `sent`, `invalid`, `failed`, or `skipped` (not attempted: the channel is off, or the
+        /// device cannot be reached this way): the one outcome enum, from the wire to here.
+        public typealias Outcome = PushDeliveryOutcome
 
         public var platform: PushDevicePlatform
         public var deviceId: String
@@ -37,6 +36,16 @@ public struct PushDispatchReport: Sendable, CustomStringConvertible {
         /// The reason with its detail, as `hapi-push send --json` prints it
         /// (`NOT_FOUND: Requested entity was not found.`).
         public var reasonText: String? { reason.map { $0.text(detail: detail) } }
+
+        /// What a transport's result comes to for this device: the provider's answer as the
+        /// transport's policy read it, with the latency it took.
+        mutating func record(_ result: PushResult) {
+            outcome = result.outcome
+            reason = result.reason
+            detail = result.detail
+            status = result.status
+            latencyMilliseconds = PushDispatcher.milliseconds(result.latency)
+        }
     }
 
     public var deliveries: [Delivery]

@@ -139,18 +139,13 @@ package struct PushDispatcher: Sendable {
             case .send(_, let transport, let delivery, let level):
                 report.transport = transport.name
                 let result = results[index] ?? PushResult(outcome: .failed, reason: .noResult)
-                report.reason = result.reason
-                report.detail = result.detail
-                report.status = result.status
-                report.latencyMilliseconds = Self.milliseconds(result.latency)
+                report.record(result)
                 switch result.outcome {
                 case .sent:
-                    report.outcome = .sent
                     report.payload = level
-                case .failed:
-                    report.outcome = .failed
+                case .failed, .skipped:
+                    break
                 case .invalid:
-                    report.outcome = .invalid
                     // Only an explicit token death prunes, and only that token in this namespace.
                     // A store that fails here leaves a dead registration behind: said in the
                     // report and the log, so the next dispatch (or an operator) can deal with it.

@@ -128,9 +128,13 @@ final class MicroHTTPDaemon: Sendable {
         for context in waiting { core.complete(context, with: answer) }
     }
 
-    /// Closes every connection and joins the threads, off the caller's thread. Idempotent.
-    func stop() async {
-        await RelayThread.run { [self] in stopNow() }
+    /// Closes every connection and joins the threads, on a thread of its own (it blocks) while
+    /// the calling task suspends. Idempotent.
+    ///
+    /// - Throws: `PushThreadError` when no thread can be had for it: the daemon then keeps
+    ///   running until it is released (its `deinit` stops it).
+    func stop() async throws(PushThreadError) {
+        try await PushThread.run(name: "hapi-relay-stop") { [self] in stopNow() }
     }
 
     private func stopNow() {

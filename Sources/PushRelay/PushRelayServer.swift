@@ -45,7 +45,7 @@ public final class PushRelayServer: Sendable {
     public convenience init(
         configuration: PushRelayConfiguration, rateLimiter: (any PushRelayRateLimiter)? = nil, log: (@Sendable (String) -> Void)? = nil
     ) throws(PushRelayStartupError) {
-        let output = Output(log: log)
+        let output = try Output(log: log)
         try self.init(configuration: configuration, limiter: Self.limiter(configuration, rateLimiter, output), output: output)
     }
 
@@ -57,11 +57,11 @@ public final class PushRelayServer: Sendable {
     public static func start(
         configuration: PushRelayConfiguration, rateLimiter: (any PushRelayRateLimiter)? = nil, log: (@Sendable (String) -> Void)? = nil
     ) async throws(PushRelayStartupError) -> PushRelayServer {
-        let output = Output(log: log)
+        let output = try Output(log: log)
         let limiter = limiter(configuration, rateLimiter, output)
         if let redis = limiter.owned, let problem = await redis.firstConnection(), problem.kind == .refused {
             await redis.shutdown()
-            if let own = output.own { await RelayThread.run { own.close() } }
+            await output.own?.close()
             throw PushRelayStartupError("RELAY_REDIS_URL (\(redis.configuration.redactedURL)): \(problem.message)")
         }
         return try PushRelayServer(configuration: configuration, limiter: limiter, output: output)
@@ -72,8 +72,13 @@ public final class PushRelayServer: Sendable {
         let own: RelayLogWriter?
         let sink: @Sendable (String) -> Void
 
-        init(log: (@Sendable (String) -> Void)?) {
-            let own = log == nil ? RelayLogWriter() : nil
+        init(log: (@Sendable (String) -> Void)?) throws(PushRelayStartupError) {
+            let own: RelayLogWriter?
+            do {
+                own = log == nil ? try RelayLogWriter() : nil
+            } catch {
+                throw PushRelayStartupError("cannot start the log writer: \(error)")
+            }
             self.own = own
             sink = log ?? { line in own?.write(line) }
         }
@@ -171,7 +176,7 @@ public final class PushRelayServer: Sendable {
     deinit {
         // Released without stop(): the listeners and the client stop on their own; let the
         // log writer's thread finish too (without waiting for it).
-        if let ownLog { RelayThread.start { ownLog.close() } }
+        ownLog?.beginClose()
     }
 
     /// Stops accepting connections at once, lets pushes in flight finish (at most `grace`;
@@ -199,12 +204,18 @@ public final class PushRelayServer: Sendable {
         while api.openRequests > 0, clock.now < flushUntil {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        await api.stop()
-        await metricsListener?.stop()
+        for listener in [api, metricsListener].compactMap({ $0 }) {
+            do {
+                try await listener.stop()
+            } catch {
+                // Never stopped on this task instead (it blocks): it stops when released.
+                service.log("\(Self.serviceName): \(error); the listener stops when the server is released")
+            }
+        }
         await client.shutdown()
         await ownedLimiter?.shutdown()
         service.log("\(Self.serviceName) stopped")
-        if let ownLog { await RelayThread.run { ownLog.close() } }
+        await ownLog?.close()
     }
 
     /// The Prometheus text of the counters right now (what `/metrics` serves).
@@ -232,7 +243,7 @@ public final class PushRelayServer: Sendable {
         Task {
             await client?.shutdown()
             await limiter?.shutdown()
-            if let log { await RelayThread.run { log.close() } }
+            await log?.close()
         }
     }
 }

@@ -1,5 +1,6 @@
 import CHapiRedis
 import Glibc
+import PushSync
 
 /// The one thread that talks to Redis for a `RedisPushRelayRateLimiter`, over one connection.
 ///
@@ -41,7 +42,6 @@ final class RedisAdmissionWorker: @unchecked Sendable {
         var up = false
         var sleeping = false
         var closing = false
-        var exited = false
         var firstResult: RedisLinkError??
         var firstWaiters: [UnsafeContinuation<RedisLinkError?, Never>] = []
 
@@ -66,15 +66,18 @@ final class RedisAdmissionWorker: @unchecked Sendable {
     }
 
     private let shared = Shared()
-    private let started: Bool
+    /// The connection's thread; nil when the system refused one (every push is then decided
+    /// locally, and the first attempt reports why).
+    private let thread: PushThread?
 
     init(settings: Settings, report: RedisLimiterReport) {
         let loop = RedisAdmissionLoop(shared: shared, settings: settings, report: report)
-        started = RedisAdmissionLoop.spawn(loop)
-        if !started {
+        do {
+            thread = try PushThread.start(name: "hapi-redis") { loop.main() }
+        } catch {
+            thread = nil
             shared.lock()
-            shared.exited = true
-            shared.firstResult = .some(RedisLinkError(.unavailable, "no thread for the Redis connection"))
+            shared.firstResult = .some(RedisLinkError(.unavailable, "no thread for the Redis connection: \(error)"))
             shared.unlock()
         }
     }
@@ -115,14 +118,14 @@ final class RedisAdmissionWorker: @unchecked Sendable {
         }
     }
 
-    /// Answers what is queued `unavailable`, closes the connection and waits for the thread to
-    /// end. Blocks (at most one command timeout): call it off the concurrency pool.
-    func shutdown() {
+    /// Answers what is queued `unavailable`, closes the connection and joins the thread (it
+    /// ends within one command timeout); the calling task suspends meanwhile.
+    func shutdown() async {
         shared.lock()
         shared.closing = true
         pthread_cond_broadcast(shared.wakeup)
-        while !shared.exited { pthread_cond_wait(shared.wakeup, shared.mutex) }
         shared.unlock()
+        await thread?.joined()
     }
 }
 
@@ -209,10 +212,6 @@ final class RedisAdmissionLoop {
         for waiter in waiters { waiter.resume(returning: first) }
         link?.close()
         link = nil
-        shared.lock()
-        shared.exited = true
-        pthread_cond_broadcast(shared.wakeup)
-        shared.unlock()
     }
 
     private func waitLocked(untilMonotonicMilliseconds deadline: Int64) {
@@ -442,29 +441,5 @@ final class RedisAdmissionLoop {
     private func command(_ job: Job) -> [[UInt8]] {
         RedisBucketScript.evaluate(
             sha: sha, clientKey: job.clientKey, deviceKey: job.deviceKey, client: settings.clientLimit, device: settings.deviceLimit)
-    }
-
-    // MARK: - Starting the thread
-
-    /// Starts a detached pthread running `loop.main()`; false when the system refused one.
-    static func spawn(_ loop: RedisAdmissionLoop) -> Bool {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let retained = Unmanaged.passRetained(loop).toOpaque()
-        let rc = pthread_create(
-            &thread, &attributes,
-            { raw in
-                guard let raw else { return nil }
-                Unmanaged<RedisAdmissionLoop>.fromOpaque(raw).takeRetainedValue().main()
-                return nil
-            }, retained)
-        if rc != 0 {
-            Unmanaged<RedisAdmissionLoop>.fromOpaque(retained).release()
-            return false
-        }
-        return true
     }
 }

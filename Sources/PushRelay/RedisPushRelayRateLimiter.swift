@@ -60,8 +60,7 @@ public final class RedisPushRelayRateLimiter: PushRelayRateLimiter {
     /// Closes the connection and ends the thread; later pushes are decided in memory. The
     /// relay calls it when it stops.
     public func shutdown() async {
-        let worker = worker
-        await RelayThread.run { worker.shutdown() }
+        await worker.shutdown()
     }
 
     /// `<prefix>client:<sha256 of the address>`: fixed length, and no address stored in Redis.

@@ -1,5 +1,6 @@
 import PushEnvelope
 import PushHTTP
+import PushProviders
 import PushTransports
 
 /// Forwards an iOS push to APNs: `POST /3/device/<token>` over the shared multiplexed HTTP/2
@@ -16,56 +17,41 @@ struct RelayAPNsForwarder: Sendable {
         do {
             jwt = try await providerToken.token()
         } catch {
-            return RelayProviderOutcome(.upstream, reason: "provider_token")
+            return RelayProviderOutcome(.upstream, reason: PushDeliveryReason.providerToken.rawValue)
         }
         let first = await attempt(push, jwt: jwt, deadline: deadline)
-        guard first.verdict == .upstream, first.providerStatus == 403, first.reason == "ExpiredProviderToken" else { return first }
+        guard first.freshProviderToken else { return first.outcome }
         let fresh: String
         do {
             fresh = try await providerToken.refresh(rejected: jwt)
         } catch {
-            return RelayProviderOutcome(.upstream, providerStatus: 403, reason: "provider_token")
+            return RelayProviderOutcome(.upstream, providerStatus: 403, reason: PushDeliveryReason.providerToken.rawValue)
         }
-        return await attempt(push, jwt: fresh, deadline: deadline)
+        return await attempt(push, jwt: fresh, deadline: deadline).outcome
     }
 
-    private func attempt(_ push: RelayPush, jwt: String, deadline: ContinuousClock.Instant) async -> RelayProviderOutcome {
+    /// One request: the relay's outcome, and whether Apple asked for a fresh provider token
+    /// (a 403 `ExpiredProviderToken`, read by `APNsProvider.parse`).
+    private func attempt(_ push: RelayPush, jwt: String, deadline: ContinuousClock.Instant) async -> (outcome: RelayProviderOutcome, freshProviderToken: Bool) {
         let remaining = deadline - ContinuousClock.now
-        guard remaining > .milliseconds(1) else { return RelayProviderOutcome(.upstream, reason: "timeout") }
+        guard remaining > .milliseconds(1) else { return (RelayProviderOutcome(.upstream, reason: PushDeliveryReason.timeout.rawValue), false) }
         do {
             let response = try await client.send(request(push, jwt: jwt, timeout: remaining))
-            return RelayProviderOutcome.apns(status: response.status, body: response.body)
+            let answer = APNsProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
+            return (
+                RelayProviderOutcome.from(answer, rateLimitedReasonFallsBack: false),
+                answer.verdict == .retryWithFreshProviderToken && answer.status == 403
+            )
         } catch {
-            return RelayProviderOutcome.network(error)
+            return (RelayProviderOutcome.network(error), false)
         }
     }
 
-    /// The spec's body, byte for byte `APNsTransport`'s: a generic alert that the Notification
-    /// Service Extension replaces after decrypting `hapi.e`. The envelope was validated as
-    /// standard base64, so it is written as is: nothing in it needs a JSON escape.
-    static func body(envelope: String) -> [UInt8] {
-        var out = Self.bodyPrefix
-        out.reserveCapacity(out.count + envelope.utf8.count + 3)
-        out.append(contentsOf: envelope.utf8)
-        out.append(contentsOf: #""}}"#.utf8)
-        return out
-    }
-
-    private static let bodyPrefix = Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":""#.utf8)
-
-    /// The spec's request: alert push type, expiration 0, the collapse id only when there is one.
+    /// The spec's request (`APNsProvider.request`): alert push type, expiration 0, the collapse
+    /// id only when the hub sent one, the push's priority.
     func request(_ push: RelayPush, jwt: String, timeout: Duration) -> HTTPRequest {
-        var headers: HTTPHeaders = [
-            "authorization": "bearer " + jwt,
-            "apns-topic": topic,
-            "apns-push-type": "alert",
-            "apns-priority": String(push.priority),
-            "apns-expiration": "0",
-        ]
-        if let collapseId = push.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-        headers.add(name: "content-type", value: "application/json")
-        return HTTPRequest(
-            method: .post, url: endpoint + "/3/device/" + HTTPBaseURL.pathSegment(push.token), headers: headers, body: Self.body(envelope: push.envelope),
-            timeout: timeout)
+        HTTPRequest(
+            APNsProvider.request(token: push.token, envelope: push.envelope, topic: topic, jwt: jwt, priority: push.priority, collapseId: push.collapseId),
+            endpoint: endpoint, timeout: timeout)
     }
 }

@@ -1,5 +1,6 @@
 import PushEnvelope
 import PushHTTP
+import PushProviders
 import PushTransports
 
 /// Forwards an Android push to FCM HTTP v1 for the relay's project, with the service account's
@@ -17,41 +18,22 @@ struct RelayFCMForwarder: Sendable {
         do {
             accessToken = try await accessTokens.token()
         } catch {
-            return RelayProviderOutcome(.upstream, providerStatus: error.status, reason: "oauth")
+            return RelayProviderOutcome(.upstream, providerStatus: error.status, reason: PushDeliveryReason.oauth.rawValue)
         }
         let remaining = deadline - ContinuousClock.now
-        guard remaining > .milliseconds(1) else { return RelayProviderOutcome(.upstream, reason: "timeout") }
+        guard remaining > .milliseconds(1) else { return RelayProviderOutcome(.upstream, reason: PushDeliveryReason.timeout.rawValue) }
         let request = HTTPRequest(
-            method: .post, url: endpoint + "/v1/projects/" + HTTPBaseURL.pathSegment(projectId) + "/messages:send",
-            headers: ["authorization": "Bearer " + accessToken, "content-type": "application/json"],
-            body: Self.body(token: push.token, envelope: push.envelope, priority: push.priority, packageName: packageName),
-            timeout: remaining)
+            FCMProvider.request(
+                token: push.token, data: .envelope(push.envelope), highPriority: push.priority != 5, restrictedPackage: packageName,
+                projectId: projectId, accessToken: accessToken), endpoint: endpoint, timeout: remaining)
         do {
             let response = try await client.send(request)
             // Google no longer takes this token: the next push exchanges a new one.
             if response.status == 401 { await accessTokens.invalidate(accessToken) }
-            return RelayProviderOutcome.fcm(status: response.status, body: response.body)
+            let answer = FCMProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
+            return RelayProviderOutcome.from(answer, rateLimitedReasonFallsBack: true)
         } catch {
             return RelayProviderOutcome.network(error)
         }
-    }
-
-    /// The spec's message, members in its order:
-    /// `{"message":{"token":…,"data":{"hapi_v":"1","hapi_e":…},"android":{"priority":…,"restricted_package_name":…}}}`.
-    /// The token is JSON-escaped (it may hold `"` or `\`); the envelope is validated base64 and
-    /// the package name an application id, so neither needs escaping.
-    static func body(token: String, envelope: String, priority: Int, packageName: String) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(envelope.utf8.count + token.utf8.count + 160)
-        out.append(contentsOf: #"{"message":{"token":"#.utf8)
-        out.append(contentsOf: JSONValue.string(token).canonicalBytes)
-        out.append(contentsOf: #","data":{"hapi_v":"1","hapi_e":""#.utf8)
-        out.append(contentsOf: envelope.utf8)
-        out.append(contentsOf: #""},"android":{"priority":""#.utf8)
-        out.append(contentsOf: (priority == 5 ? "NORMAL" : "HIGH").utf8)
-        out.append(contentsOf: #"","restricted_package_name":""#.utf8)
-        out.append(contentsOf: packageName.utf8)
-        out.append(contentsOf: #""}}}"#.utf8)
-        return out
     }
 }

@@ -4,36 +4,31 @@ import PushSync
 /// Writes log lines to a file descriptor (stdout by default) from a thread of its own, so a
 /// slow reader of the log (a pipe, journald) never blocks a push. Lines queue in memory up to
 /// a bound; beyond it they are dropped and counted, and the count is written when there is room.
-final class RelayLogWriter: @unchecked Sendable {
-    // @unchecked: the semaphores are thread-safe by design; everything else is locked or let.
-    private struct Queue {
+final class RelayLogWriter: Sendable {
+    private struct Queue: Sendable {
         var lines: [String] = []
         var dropped = 0
         var closing = false
-        var closed = false
     }
 
     static let maximumQueuedLines = 10_000
 
-    private let descriptor: Int32
-    private let queue = Locked(Queue())
-    private let signal: UnsafeMutablePointer<sem_t>
-    private let done: UnsafeMutablePointer<sem_t>
+    /// Shared with the writing thread, which never holds the writer itself: a writer released
+    /// without `close` closes, and its thread writes what is queued and ends on its own.
+    private let queue: WaitableLocked<Queue>
+    private let thread: PushThread
 
-    init(descriptor: Int32 = STDOUT_FILENO) {
-        self.descriptor = descriptor
-        signal = .allocate(capacity: 1)
-        done = .allocate(capacity: 1)
-        sem_init(signal, 0, 0)
-        sem_init(done, 0, 0)
-        RelayThread.start { [self] in run() }
+    /// Starts the writing thread.
+    ///
+    /// - Throws: `PushThreadError` when the system gives no thread (nothing could be logged).
+    init(descriptor: Int32 = STDOUT_FILENO) throws(PushThreadError) {
+        let queue = WaitableLocked(Queue())
+        self.queue = queue
+        thread = try PushThread.start(name: "hapi-relay-log") { Self.run(queue, descriptor: descriptor) }
     }
 
     deinit {
-        sem_destroy(signal)
-        sem_destroy(done)
-        signal.deallocate()
-        done.deallocate()
+        beginClose()
     }
 
     /// Queues one line (a newline is added).
@@ -47,26 +42,29 @@ final class RelayLogWriter: @unchecked Sendable {
             queue.lines.append(line)
             return true
         }
-        if queued { sem_post(signal) }
+        if queued { queue.broadcast() }
     }
 
-    /// Writes what is queued, stops the thread and returns when it has (blocks: call it off the
-    /// concurrency pool, e.g. through `RelayThread.run`). Idempotent.
-    func close() {
+    /// Stops taking lines; the thread writes what is queued and ends. Returns at once. Idempotent.
+    func beginClose() {
         let first = queue.withLock { queue -> Bool in
             guard !queue.closing else { return false }
             queue.closing = true
             return true
         }
-        guard first else { return }
-        sem_post(signal)
-        while sem_wait(done) != 0 && errno == EINTR {}
+        if first { queue.broadcast() }
     }
 
-    private func run() {
+    /// Writes what is queued, stops the thread and returns once it has been joined (the
+    /// calling task suspends meanwhile). Idempotent.
+    func close() async {
+        beginClose()
+        await thread.joined()
+    }
+
+    private static func run(_ queue: WaitableLocked<Queue>, descriptor: Int32) {
         while true {
-            while sem_wait(signal) != 0 && errno == EINTR {}
-            let (lines, dropped, closing) = queue.withLock { queue -> ([String], Int, Bool) in
+            let (lines, dropped, closing) = queue.wait(until: { !$0.lines.isEmpty || $0.closing }) { queue -> ([String], Int, Bool) in
                 defer {
                     queue.lines.removeAll(keepingCapacity: true)
                     queue.dropped = 0
@@ -76,16 +74,12 @@ final class RelayLogWriter: @unchecked Sendable {
             var text = lines.joined(separator: "\n")
             if !lines.isEmpty { text += "\n" }
             if dropped > 0 { text += "log: \(dropped) lines dropped (the log reader is too slow)\n" }
-            writeAll(Array(text.utf8))
-            if closing {
-                queue.withLock { $0.closed = true }
-                sem_post(done)
-                return
-            }
+            writeAll(Array(text.utf8), to: descriptor)
+            if closing { return }
         }
     }
 
-    private func writeAll(_ bytes: [UInt8]) {
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { raw in

@@ -1,4 +1,5 @@
 import PushSync
+import PushTransports
 
 /// Every counter the relay keeps, in one place (so a shared metrics sink can later read them
 /// from here), and their Prometheus text rendering for the loopback metrics listener.
@@ -54,42 +55,42 @@ final class RelayMetrics: Sendable {
         }
     }
 
-    /// Prometheus text exposition format 0.0.4.
+    /// Prometheus text exposition format 0.0.4, through the hub's renderer (labels escaped).
     func render() -> String {
         let s = snapshot
-        var out = ""
-        func family(_ name: String, _ type: String, _ help: String) { out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n" }
-        family("hapi_push_relay_http_responses_total", "counter", "HTTP answers by status code.")
-        for status in s.answers.keys.sorted() { out += "hapi_push_relay_http_responses_total{status=\"\(status)\"} \(s.answers[status] ?? 0)\n" }
-        family("hapi_push_relay_pushes_total", "counter", "Valid pushes by platform and outcome (ok or the answer's code).")
+        var out = PrometheusText()
+        out.family("hapi_push_relay_http_responses_total", .counter, help: "HTTP answers by status code.")
+        for status in s.answers.keys.sorted() {
+            out.sample("hapi_push_relay_http_responses_total", .init([("status", "\(status)")]), s.answers[status] ?? 0)
+        }
+        out.family("hapi_push_relay_pushes_total", .counter, help: "Valid pushes by platform and outcome (ok or the answer's code).")
         for key in s.pushes.keys.sorted() {
-            out += "hapi_push_relay_pushes_total{platform=\"\(key.platform)\",outcome=\"\(key.outcome)\"} \(s.pushes[key] ?? 0)\n"
+            out.sample("hapi_push_relay_pushes_total", .init([("platform", key.platform), ("outcome", key.outcome)]), s.pushes[key] ?? 0)
         }
-        family("hapi_push_relay_rate_limited_total", "counter", "Pushes refused by the relay's own limit, by scope.")
-        for scope in ["client", "device"] { out += "hapi_push_relay_rate_limited_total{scope=\"\(scope)\"} \(s.rateLimited[scope] ?? 0)\n" }
-        family("hapi_push_relay_push_duration_seconds", "histogram", "Time from a valid push to its answer.")
-        for (index, bound) in Self.durationBuckets.enumerated() {
-            out += "hapi_push_relay_push_duration_seconds_bucket{le=\"\(bound)\"} \(s.durationCounts[index])\n"
-        }
-        out += "hapi_push_relay_push_duration_seconds_bucket{le=\"+Inf\"} \(s.durationCount)\n"
-        out += "hapi_push_relay_push_duration_seconds_sum \(s.durationSum)\n"
-        out += "hapi_push_relay_push_duration_seconds_count \(s.durationCount)\n"
-        family("hapi_push_relay_pushes_in_flight", "gauge", "Pushes waiting for their answer.")
-        out += "hapi_push_relay_pushes_in_flight \(s.inFlight)\n"
+        out.family("hapi_push_relay_rate_limited_total", .counter, help: "Pushes refused by the relay's own limit, by scope.")
+        for scope in ["client", "device"] { out.sample("hapi_push_relay_rate_limited_total", .init([("scope", scope)]), s.rateLimited[scope] ?? 0) }
+        out.family("hapi_push_relay_push_duration_seconds", .histogram, help: "Time from a valid push to its answer.")
+        out.histogram(
+            "hapi_push_relay_push_duration_seconds", bounds: Self.durationBuckets, cumulativeCounts: s.durationCounts, count: s.durationCount,
+            sum: "\(s.durationSum)")
+        out.family("hapi_push_relay_pushes_in_flight", .gauge, help: "Pushes waiting for their answer.")
+        out.sample("hapi_push_relay_pushes_in_flight", s.inFlight)
         if let redis = redisStatus?() {
-            family("hapi_push_relay_redis_errors_total", "counter", "Failed Redis connection attempts, lost connections and failed rate-limit script calls.")
-            out += "hapi_push_relay_redis_errors_total \(redis.errors)\n"
-            family("hapi_push_relay_redis_connected", "gauge", "1 while a connection to the rate-limit Redis is up.")
-            out += "hapi_push_relay_redis_connected \(redis.isConnected ? 1 : 0)\n"
-            family(
-                "hapi_push_relay_rate_limiter_degraded", "gauge",
-                "1 while rate limits are decided in this process because Redis cannot be used (fail-open).")
-            out += "hapi_push_relay_rate_limiter_degraded \(redis.isDegraded ? 1 : 0)\n"
-            family(
-                "hapi_push_relay_rate_limiter_local_decisions_total", "counter",
-                "Pushes whose rate limit was decided in this process because Redis could not decide it.")
-            out += "hapi_push_relay_rate_limiter_local_decisions_total \(redis.localDecisions)\n"
+            out.family(
+                "hapi_push_relay_redis_errors_total", .counter,
+                help: "Failed Redis connection attempts, lost connections and failed rate-limit script calls.")
+            out.sample("hapi_push_relay_redis_errors_total", redis.errors)
+            out.family("hapi_push_relay_redis_connected", .gauge, help: "1 while a connection to the rate-limit Redis is up.")
+            out.sample("hapi_push_relay_redis_connected", redis.isConnected ? 1 : 0)
+            out.family(
+                "hapi_push_relay_rate_limiter_degraded", .gauge,
+                help: "1 while rate limits are decided in this process because Redis cannot be used (fail-open).")
+            out.sample("hapi_push_relay_rate_limiter_degraded", redis.isDegraded ? 1 : 0)
+            out.family(
+                "hapi_push_relay_rate_limiter_local_decisions_total", .counter,
+                help: "Pushes whose rate limit was decided in this process because Redis could not decide it.")
+            out.sample("hapi_push_relay_rate_limiter_local_decisions_total", redis.localDecisions)
         }
-        return out
+        return out.text
     }
 }

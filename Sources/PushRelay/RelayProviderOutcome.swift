@@ -1,9 +1,10 @@
 import PushEnvelope
 import PushHTTP
+import PushProviders
 import PushTransports
 
 /// What a provider's answer means to the hub that asked the relay. Deliberately not the hub's
-/// own classification (`APNsTransport.classify`): the relay answers as the official relay does,
+/// own policy (`PushResult`): the relay answers as the official relay does,
 /// e.g. APNs `410 ExpiredToken` is `upstream` here, and FCM's `UNREGISTERED` is `unregistered`
 /// whatever its status.
 struct RelayProviderOutcome: Sendable, Equatable {
@@ -39,66 +40,35 @@ struct RelayProviderOutcome: Sendable, Equatable {
         }
     }
 
-    /// APNs: 410 `Unregistered` and 400 `BadDeviceToken` → unregistered (any other 410, such
-    /// as `ExpiredToken`, is upstream); every 429 → rate limited; everything else → upstream.
-    static func apns(status: Int, body: [UInt8]) -> RelayProviderOutcome {
-        let reason = jsonObject(body)?["reason"]?.stringValue
-        switch status {
-        case 200...299: return RelayProviderOutcome(.accepted, providerStatus: status)
-        case 410 where reason == "Unregistered", 400 where reason == "BadDeviceToken":
-            return RelayProviderOutcome(.unregistered, providerStatus: status, reason: reason)
-        case 429: return RelayProviderOutcome(.rateLimited, providerStatus: status, reason: reason)
-        default: return RelayProviderOutcome(.upstream, providerStatus: status, reason: reason ?? "http_\(status)")
+    /// The relay's policy on a provider's answer (`APNsProvider.parse`, `FCMProvider.parse`):
+    /// accepted → accepted; the token called unregistered or malformed → unregistered (APNs 410
+    /// `ExpiredToken` and an FCM message that only describes the token as invalid are upstream,
+    /// as the official relay says); every 429 → rate limited; everything else → upstream.
+    /// `rateLimitedReasonFallsBack`: whether a 429 without a provider code logs `http_429` (FCM)
+    /// or no reason (APNs), as each has always logged.
+    static func from(_ answer: ProviderAnswer, rateLimitedReasonFallsBack: Bool) -> RelayProviderOutcome {
+        guard let status = answer.status else { return RelayProviderOutcome(.upstream, reason: answer.reason?.rawValue) }
+        if answer.verdict == .accepted { return RelayProviderOutcome(.accepted, providerStatus: status) }
+        if let evidence = answer.evidence, evidence.kind == .unregistered || evidence.kind == .malformed {
+            return RelayProviderOutcome(.unregistered, providerStatus: status, reason: evidence.reason.rawValue)
         }
-    }
-
-    /// FCM HTTP v1: `UNREGISTERED` (the FcmError code or the error status), or 400
-    /// `INVALID_ARGUMENT` with a field violation on `message.token` → unregistered; every
-    /// 429 → rate limited; everything else (a 400 on another field, 401/403 including
-    /// `SENDER_ID_MISMATCH` for a wrong Firebase project, 404, 5xx) → upstream.
-    static func fcm(status: Int, body: [UInt8]) -> RelayProviderOutcome {
-        if (200...299).contains(status) { return RelayProviderOutcome(.accepted, providerStatus: status) }
-        let error = jsonObject(body)?["error"]
-        let googleStatus = error?["status"]?.stringValue
-        var errorCode: String?
-        var tokenFieldViolation = false
-        for detail in error?["details"]?.arrayValue ?? [] {
-            let type = detail["@type"]?.stringValue ?? ""
-            if type.hasSuffix("google.firebase.fcm.v1.FcmError"), let code = detail["errorCode"]?.stringValue { errorCode = code }
-            if type.hasSuffix("google.rpc.BadRequest") {
-                for violation in detail["fieldViolations"]?.arrayValue ?? [] where violation["field"]?.stringValue == "message.token" {
-                    tokenFieldViolation = true
-                }
-            }
+        let reason = answer.code ?? PushDeliveryReason.http(status).rawValue
+        if status == 429 {
+            return RelayProviderOutcome(.rateLimited, providerStatus: status, reason: rateLimitedReasonFallsBack ? reason : answer.code)
         }
-        let reason = errorCode ?? googleStatus ?? "http_\(status)"
-        if errorCode == "UNREGISTERED" || googleStatus == "UNREGISTERED" {
-            return RelayProviderOutcome(.unregistered, providerStatus: status, reason: "UNREGISTERED")
-        }
-        if status == 400, errorCode == "INVALID_ARGUMENT" || googleStatus == "INVALID_ARGUMENT", tokenFieldViolation {
-            return RelayProviderOutcome(.unregistered, providerStatus: status, reason: "INVALID_ARGUMENT")
-        }
-        if status == 429 { return RelayProviderOutcome(.rateLimited, providerStatus: status, reason: reason) }
         return RelayProviderOutcome(.upstream, providerStatus: status, reason: reason)
     }
 
-    /// No answer arrived: always upstream, with the kind of failure for the log.
-    static func network(_ error: HTTPClientError) -> RelayProviderOutcome {
-        let kinds: [(HTTPClientError, String)] = [
-            (.dnsFailure, "dns_failure"), (.connectionRefused, "connection_refused"), (.tlsFailure, "tls_failure"),
-            (.timeout, "timeout"), (.connectionLost, "connection_lost"), (.streamRefused, "stream_refused"),
-            (.cancelled, "cancelled"), (.shutdown, "shutdown"), (.responseTooLarge, "response_too_large"),
-            (.badResponse, "bad_response"), (.invalidRequest, "invalid_request"),
-        ]
-        let reason = kinds.first { $0.0 == error }?.1 ?? "network_error"
-        return RelayProviderOutcome(.upstream, reason: reason)
+    static func apns(status: Int, body: [UInt8]) -> RelayProviderOutcome {
+        from(APNsProvider.parse(status: status, body: body), rateLimitedReasonFallsBack: false)
     }
 
-    static func jsonObject(_ body: [UInt8]) -> JSONValue? {
-        guard !body.isEmpty, body.count <= 65_536 else { return nil }
-        guard let value = try? JSONParser.parse(body), value.objectValue != nil else { return nil }
-        return value
+    static func fcm(status: Int, body: [UInt8]) -> RelayProviderOutcome {
+        from(FCMProvider.parse(status: status, body: body), rateLimitedReasonFallsBack: true)
     }
+
+    /// No answer arrived: always upstream, with the kind of failure for the log.
+    static func network(_ error: HTTPClientError) -> RelayProviderOutcome { from(error.unanswered, rateLimitedReasonFallsBack: false) }
 
     /// Letters, digits, `_`, `-`, `.`; at most 64 of them: a provider's words never put
     /// anything else into a log line.

@@ -15,6 +15,9 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let wakeup = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let state: State
+    /// The workers' threads: released unjoined with the value (they end on their own once the
+    /// queue is drained), or joined by `shutdown`.
+    private let threads: [PushThread]
 
     /// The queue and the flags, shared with the threads (which must not keep `self` alive).
     private final class State: @unchecked Sendable {
@@ -47,21 +50,35 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(wakeup, nil)
         state = State(mutex: mutex, wakeup: wakeup)
+        var threads: [PushThread] = []
         for _ in 0..<max(1, count) {
-            let context = WorkerContext(state: state, name: name, makeResource: makeResource)
-            if Self.spawn(context) {
-                pthread_mutex_lock(mutex)
-                state.running += 1
-                pthread_mutex_unlock(mutex)
-            }
+            let context = WorkerContext(state: state, makeResource: makeResource)
+            // A thread the system refuses is not counted: with none, jobs get `unavailable`.
+            guard let thread = try? PushThread.start(name: name, { context.main() }) else { continue }
+            threads.append(thread)
+            pthread_mutex_lock(mutex)
+            state.running += 1
+            pthread_mutex_unlock(mutex)
         }
+        self.threads = threads
     }
 
     deinit {
+        stop()
+    }
+
+    private func stop() {
         pthread_mutex_lock(mutex)
         state.stopping = true
         pthread_cond_broadcast(wakeup)
         pthread_mutex_unlock(mutex)
+    }
+
+    /// Lets the workers finish the jobs already queued (later ones get `unavailable`), then
+    /// waits until every worker thread has ended and been joined.
+    package func shutdown() async {
+        stop()
+        for thread in threads { await thread.joined() }
     }
 
     /// Runs `body` on a worker with its resource and returns its result; the calling task
@@ -97,24 +114,27 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
     }
 
     /// Runs `body` once on a fresh thread of its own (for one-off blocking work such as opening
-    /// a store); throws `unavailable` if the thread cannot be started.
+    /// a store), joined before this returns; throws `unavailable` if the thread cannot be started.
     package static func runOnce<Value: Sendable, Failure: Error>(
         name: String, unavailable: Failure, _ body: @escaping @Sendable () throws(Failure) -> Value
     ) async throws(Failure) -> Value {
-        let workers = BlockingWorkers<Void>(name: name, count: 1) { () }
-        return try await workers.run(unavailable: unavailable) { (_: inout Void) throws(Failure) -> Value in try body() }
+        let outcome: Result<Value, Failure>
+        do {
+            outcome = try await PushThread.run(name: name) { Result { () throws(Failure) -> Value in try body() } }
+        } catch {
+            throw unavailable
+        }
+        return try outcome.get()
     }
 
     // MARK: - Threads
 
     private final class WorkerContext {
         let state: State
-        let name: String
         let makeResource: @Sendable () -> Resource
 
-        init(state: State, name: String, makeResource: @escaping @Sendable () -> Resource) {
+        init(state: State, makeResource: @escaping @Sendable () -> Resource) {
             self.state = state
-            self.name = String(name.utf8.prefix(15)) ?? "hapi-worker"
             self.makeResource = makeResource
         }
 
@@ -133,7 +153,6 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         }
 
         func main() {
-            hapi_name_this_thread(name)  // top -H, perf and debuggers tell the store's threads apart
             var resource = makeResource()
             pthread_mutex_lock(state.mutex)
             while true {
@@ -162,38 +181,6 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
             for job in orphans { job(nil) }
         }
     }
-
-    private static func spawn(_ context: WorkerContext) -> Bool {
-        startDetachedThread { context.main() }
-    }
-}
-
-/// What a new thread runs (non-generic, so the C entry point below can name it).
-private final class ThreadEntry {
-    let body: () -> Void
-    init(_ body: @escaping () -> Void) { self.body = body }
-}
-
-/// Starts a detached pthread running `body`; false when the system refused a thread.
-private func startDetachedThread(_ body: @escaping () -> Void) -> Bool {
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    defer { pthread_attr_destroy(&attributes) }
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-    var thread = pthread_t()
-    let retained = Unmanaged.passRetained(ThreadEntry(body)).toOpaque()
-    let rc = pthread_create(&thread, &attributes, threadMain, retained)
-    if rc != 0 {
-        Unmanaged<ThreadEntry>.fromOpaque(retained).release()
-        return false
-    }
-    return true
-}
-
-private func threadMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let raw else { return nil }
-    Unmanaged<ThreadEntry>.fromOpaque(raw).takeRetainedValue().body()
-    return nil
 }
 
 private func monotonicNanoseconds() -> UInt64 {

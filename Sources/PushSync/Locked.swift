@@ -7,8 +7,10 @@ import Glibc
 /// cannot see, so every access under it is reported as a race and `make test-sanitize` would
 /// drown real findings. A pthread mutex is intercepted by TSan, costs the same uncontended,
 /// and keeps the sanitizer runs meaningful.
-package final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched while `mutex` is held.
+package final class Locked<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: `value` is only touched while `mutex` is held, and it is `Sendable`, so what
+    // `withLock` hands out may leave the lock safely (the bound swift-nio's
+    // `NIOLockedValueBox` has too).
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 

@@ -1,5 +1,6 @@
-import PushHTTP
+package import PushHTTP
 import PushEnvelope
+package import PushProviders
 import PushSync
 
 /// One provider request with everything around it that all three transports share: the
@@ -16,23 +17,16 @@ struct ProviderCall: Sendable {
         metrics?.makeMeter(label: "hapi_push_requests_in_flight", dimensions: [("transport", transport.rawValue)])
     }
 
-    /// What a classifier returns: the verdict plus anything worth keeping from the answer.
-    struct Verdict: Sendable {
-        var classification: Classification
-        var apnsId: String? = nil
-        var invalidSince: Int64? = nil
-    }
-
     /// Sends `request`, classifying each answer with `classify`, retrying per the policy.
-    func perform(_ request: HTTPRequest, classify: @Sendable (HTTPResponse) -> Verdict) async -> PushResult {
-        await perform([request], classify: classify).first ?? PushResult(outcome: .failed, reason: .noResult)
+    func perform(_ request: HTTPRequest, parse: @Sendable (HTTPResponse) -> ProviderAnswer) async -> PushResult {
+        await perform([request], parse: parse).first ?? PushResult(outcome: .failed, reason: .noResult)
     }
 
     /// Sends every request as one batch (one submission to the HTTP client, one suspension),
     /// classifies each answer, and sends the retryable ones again per the policy, together,
     /// after the longest wait any of them asks for. Results are in request order; each
     /// latency runs from the start of this call to that request's last answer.
-    func perform(_ requests: [HTTPRequest], classify: @Sendable (HTTPResponse) -> Verdict) async -> [PushResult] {
+    func perform(_ requests: [HTTPRequest], parse: @Sendable (HTTPResponse) -> ProviderAnswer) async -> [PushResult] {
         guard !requests.isEmpty else { return [] }
         let clock = ContinuousClock()
         let start = clock.now
@@ -53,33 +47,23 @@ struct ProviderCall: Sendable {
             var reached = false
             var connectFailed = false
             for (index, outcome) in zip(todo, outcomes) {
-                let verdict: Verdict
-                var status: Int?
-                var retryAfter: Duration?
+                let answer: ProviderAnswer
                 switch outcome.result {
                 case .success(let response):
                     reached = true
-                    status = response.status
-                    retryAfter = PushRetryPolicy.retryAfter(response.headers.first(name: "retry-after"))
-                    verdict = classify(response)
+                    answer = parse(response)
                 case .failure(let error):
                     if error.isConnectFailure { connectFailed = true }
-                    verdict = Verdict(classification: Self.classify(error))
+                    answer = error.unanswered
                 }
                 let latency = (roundStart - start) + outcome.elapsed
-                if verdict.classification.retryable, !Task.isCancelled,
-                    let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: retryAfter)
+                results[index] = PushResult(answer, latency: latency, attempts: attempt)
+                if answer.retryable, !Task.isCancelled,
+                    let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter)
                 {
                     retry.append(index)
                     wait = max(wait, delay)
-                    results[index] = PushResult(
-                        outcome: verdict.classification.outcome, reason: verdict.classification.reason, detail: verdict.classification.detail, status: status,
-                        latency: latency, attempts: attempt)
-                    continue
                 }
-                results[index] = PushResult(
-                    outcome: verdict.classification.outcome, reason: verdict.classification.reason, detail: verdict.classification.detail, status: status,
-                    latency: latency, apnsId: verdict.apnsId, invalidSince: verdict.invalidSince, attempts: attempt)
             }
             // One outage is one failure, however many requests it failed; any answer ends it.
             if reached {
@@ -109,7 +93,7 @@ struct ProviderCall: Sendable {
     /// `secrets` (the JWT or access token of the batch) are redacted from it.
     func perform(
         _ deliveries: [PushDelivery], secrets: [String] = [], prepare: (PushDelivery) -> Prepared,
-        classify: @Sendable (HTTPResponse) -> Verdict
+        parse: @Sendable (HTTPResponse) -> ProviderAnswer
     ) async -> [PushResult] {
         var results = [PushResult?](repeating: nil, count: deliveries.count)
         var requests: [HTTPRequest] = []
@@ -125,7 +109,7 @@ struct ProviderCall: Sendable {
                 results[index] = result
             }
         }
-        for (position, result) in zip(positions, await perform(requests, classify: classify)) {
+        for (position, result) in zip(positions, await perform(requests, parse: parse)) {
             var result = result
             let secrets = [deliveries[position].token] + secrets
             if let reason = result.reason {
@@ -140,47 +124,30 @@ struct ProviderCall: Sendable {
         }
         return results.map { $0 ?? PushResult(outcome: .failed, reason: .noResult) }
     }
-
-    /// A network failure is never a verdict on the token: always `failed`. Only failures that
-    /// prove the request was not processed are retryable.
-    static func classify(_ error: HTTPClientError) -> Classification {
-        switch error.code {
-        case .dnsFailure: return Classification(outcome: .failed, reason: .dnsFailure, retryable: true)
-        case .connectionRefused: return Classification(outcome: .failed, reason: .connectionRefused, retryable: true)
-        case .tlsFailure: return Classification(outcome: .failed, reason: .tlsFailure, retryable: true)
-        case .streamRefused: return Classification(outcome: .failed, reason: .streamRefused, retryable: true)
-        case .timeout: return Classification(outcome: .failed, reason: .timeout)
-        case .connectionLost: return Classification(outcome: .failed, reason: .connectionLost)
-        case .cancelled: return Classification(outcome: .failed, reason: .cancelled)
-        case .shutdown: return Classification(outcome: .failed, reason: .shutdown)
-        case .responseTooLarge: return Classification(outcome: .failed, reason: .responseTooLarge)
-        case .badResponse: return Classification(outcome: .failed, reason: .badResponse)
-        case .invalidRequest: return Classification(outcome: .failed, reason: .invalidRequest)
-        case .invalidConfiguration: return Classification(outcome: .failed, reason: .invalidConfiguration)
-        case .other: return Classification(outcome: .failed, reason: .networkError)
-        }
-    }
-
-    /// The body as a JSON object, when it is one (members then looked up exactly, `value["key"]`).
-    static func jsonObject(_ body: [UInt8]) -> JSONValue? {
-        guard !body.isEmpty, body.count <= 65_536, let value = try? JSONParser.parse(body), value.objectValue != nil else { return nil }
-        return value
-    }
-
-    /// A provider's message as it may be kept and printed (`SafeText.sanitize`): controls
-    /// escaped, anything that looks like a token redacted, at most 200 characters.
-    static func excerpt(_ text: String) -> String {
-        SafeText.sanitize(text, limit: 200, redactingTokens: true)
-    }
-
-    /// A provider's code (the relay's `code`, APNs `reason`, FCM `errorCode`/`status`, OAuth
-    /// `error`) as it may be kept and printed: the same sanitizer, at most 64 characters.
-    static func code(_ text: String) -> String {
-        SafeText.sanitize(text, limit: 64, redactingTokens: true)
-    }
 }
 
 extension HTTPClientError {
+    /// The answer that never came: a network failure is never a verdict on the token, always
+    /// `failed`. Only failures that prove the request was not processed are retryable. The
+    /// relay reads the same reasons for its log.
+    package var unanswered: ProviderAnswer {
+        switch code {
+        case .dnsFailure: .unanswered(.dnsFailure, retryable: true)
+        case .connectionRefused: .unanswered(.connectionRefused, retryable: true)
+        case .tlsFailure: .unanswered(.tlsFailure, retryable: true)
+        case .streamRefused: .unanswered(.streamRefused, retryable: true)
+        case .timeout: .unanswered(.timeout, retryable: false)
+        case .connectionLost: .unanswered(.connectionLost, retryable: false)
+        case .cancelled: .unanswered(.cancelled, retryable: false)
+        case .shutdown: .unanswered(.shutdown, retryable: false)
+        case .responseTooLarge: .unanswered(.responseTooLarge, retryable: false)
+        case .badResponse: .unanswered(.badResponse, retryable: false)
+        case .invalidRequest: .unanswered(.invalidRequest, retryable: false)
+        case .invalidConfiguration: .unanswered(.invalidConfiguration, retryable: false)
+        case .other: .unanswered(.networkError, retryable: false)
+        }
+    }
+
     /// No connection could be made: the endpoint is down or unreachable.
     var isConnectFailure: Bool {
         switch code {
@@ -238,5 +205,15 @@ final class EndpointBackoff: Sendable {
             state.retryAt = nil
             state.lastFailureAt = nil
         }
+    }
+}
+
+extension HTTPRequest {
+    /// A provider's request (PushProviders) sent to `endpoint` (scheme and authority, no
+    /// trailing slash).
+    package init(_ request: ProviderRequest, endpoint: String, timeout: Duration? = nil) {
+        self.init(
+            method: Method(request.method), url: endpoint + request.path, headers: HTTPHeaders(request.headers.map { ($0.name, $0.value) }),
+            body: request.body, timeout: timeout)
     }
 }

@@ -12,13 +12,12 @@ public final class PushPrometheusMetrics: PushMetricsFactory {
     public static let durationBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
     public static let maximumSeriesPerMetric = 1000
 
-    private enum Kind: String {
-        case counter, gauge, histogram
-    }
+    private typealias Kind = PrometheusText.Kind
+    private typealias Labels = PrometheusText.Labels
 
     private struct Family {
         let kind: Kind
-        var series: [String: Series] = [:]
+        var series: [Labels: Series] = [:]
     }
 
     private enum Series {
@@ -57,13 +56,13 @@ public final class PushPrometheusMetrics: PushMetricsFactory {
     private func handler<Handler>(
         _ label: String, _ dimensions: [(String, String)], _ kind: Kind, make: () -> Series, _ cast: (Series) -> Handler?
     ) -> Handler? {
-        let name = Self.metricName(label)
+        let name = PrometheusText.metricName(label)
         return families.withLock { families -> Handler? in
             var family = families[name] ?? Family(kind: kind)
             guard family.kind == kind else { return nil }
-            var key = Self.labels(dimensions)
+            var key = Labels(dimensions)
             if family.series[key] == nil, family.series.count >= Self.maximumSeriesPerMetric {
-                key = Self.labels(dimensions.map { ($0.0, "other") })
+                key = Labels(dimensions.map { ($0.0, "other") })
             }
             if let existing = family.series[key] { return cast(existing) }
             let series = make()
@@ -76,30 +75,26 @@ public final class PushPrometheusMetrics: PushMetricsFactory {
     /// Every metric, sorted by name and labels.
     public func render() -> String {
         let snapshot = families.withLock { $0 }
-        var out = ""
+        var out = PrometheusText()
         for name in snapshot.keys.sorted() {
             guard let family = snapshot[name] else { continue }
-            out += "# TYPE \(name) \(family.kind.rawValue)\n"
+            out.family(name, family.kind)
             for key in family.series.keys.sorted() {
                 guard let series = family.series[key] else { continue }
                 switch series {
                 case .counter(let counter):
-                    out += "\(name)\(Self.braced(key)) \(counter.value)\n"
+                    out.sample(name, key, counter.value)
                 case .meter(let meter):
-                    out += "\(name)\(Self.braced(key)) \(Self.number(meter.value))\n"
+                    out.sample(name, key, value: PrometheusText.number(meter.value))
                 case .timer(let timer):
                     let state = timer.snapshot
-                    let separator = key.isEmpty ? "" : ","
-                    for (index, bound) in Self.durationBuckets.enumerated() {
-                        out += "\(name)_bucket{\(key)\(separator)le=\"\(bound)\"} \(state.buckets[index])\n"
-                    }
-                    out += "\(name)_bucket{\(key)\(separator)le=\"+Inf\"} \(state.count)\n"
-                    out += "\(name)_sum\(Self.braced(key)) \(Self.number(state.sum))\n"
-                    out += "\(name)_count\(Self.braced(key)) \(state.count)\n"
+                    out.histogram(
+                        name, key, bounds: Self.durationBuckets, cumulativeCounts: state.buckets, count: state.count,
+                        sum: PrometheusText.number(state.sum))
                 }
             }
         }
-        return out
+        return out.text
     }
 
     // MARK: Handlers
@@ -136,48 +131,4 @@ public final class PushPrometheusMetrics: PushMetricsFactory {
             }
         }
     }
-
-    // MARK: Text format
-
-    /// `[a-zA-Z_:][a-zA-Z0-9_:]*`: anything else becomes `_`.
-    static func metricName(_ label: String) -> String {
-        var name = ""
-        for (index, scalar) in label.unicodeScalars.enumerated() {
-            let letter = (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z") || scalar == "_" || scalar == ":"
-            let digit = scalar >= "0" && scalar <= "9"
-            name.unicodeScalars.append(letter || (digit && index > 0) ? scalar : "_")
-        }
-        return name.isEmpty ? "_" : name
-    }
-
-    /// `a="x",b="y"` in the order given, each name made a valid label name and each value
-    /// escaped (`\\`, `\"`, `\n`).
-    static func labels(_ dimensions: [(String, String)]) -> String {
-        dimensions.map { name, value in
-            var escaped = ""
-            for character in value {
-                switch character {
-                case "\\": escaped += "\\\\"
-                case "\"": escaped += "\\\""
-                case "\n": escaped += "\\n"
-                default: escaped.append(character)
-                }
-            }
-            return metricName(name).replacingColons + "=\"" + escaped + "\""
-        }.joined(separator: ",")
-    }
-
-    static func braced(_ key: String) -> String { key.isEmpty ? "" : "{\(key)}" }
-
-    static func number(_ value: Double) -> String {
-        if value.isNaN { return "NaN" }
-        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
-        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
-        return "\(value)"
-    }
-}
-
-extension String {
-    /// Label names may not contain `:` (metric names may).
-    fileprivate var replacingColons: String { String(map { $0 == ":" ? "_" : $0 }) }
 }

@@ -1,17 +1,6 @@
-/// What one send came to. Misreading a blip as `invalid` would unregister a live phone, so
-/// `invalid` is reserved for answers that say the token is dead, and everything else is
-/// `failed`.
-public enum PushDeliveryOutcome: String, Sendable, Hashable {
-    /// Accepted by the provider (not a handset receipt).
-    case sent
-    /// The provider says the token is dead: the dispatcher prunes it.
-    case invalid
-    /// Anything transient or ours: the registration is kept.
-    case failed
-}
-
+package import PushProviders
 /// The per-device answer of a transport.
-package struct PushResult: Sendable, Equatable {
+package struct PushResult: Sendable, Equatable, PushReasonCarrying {
     package var outcome: PushDeliveryOutcome
     /// Why: the provider's reason or code (`BadDeviceToken`, `UNREGISTERED`, `rate_limited`),
     /// a network error (`timeout`), or ours (`too_large`). Nil when sent with nothing to say.
@@ -44,33 +33,16 @@ package struct PushResult: Sendable, Equatable {
         self.attempts = attempts
     }
 
-    /// The reason and its detail as one line (`NOT_FOUND: Requested entity was not found.`).
-    package var reasonText: String? { reason.map { $0.text(detail: detail) } }
+    /// What `answer` comes to after `attempts` attempts over `latency`: the hub reads a
+    /// provider's verdict as it is (a dead token is `invalid`, everything but acceptance `failed`).
+    package init(_ answer: ProviderAnswer, latency: Duration, attempts: Int) {
+        self.init(
+            outcome: answer.outcome, reason: answer.reason, detail: answer.detail, status: answer.status, latency: latency, apnsId: answer.apnsId,
+            invalidSince: answer.invalidSince, attempts: attempts)
+    }
 
     /// Failed before any request was made (e.g. `too_large`, a credential problem).
     static func refused(_ reason: PushDeliveryReason, detail: String? = nil) -> PushResult {
         PushResult(outcome: .failed, reason: reason, detail: detail, attempts: 0)
     }
-}
-
-/// A classified answer before timing is attached: the pure part, shared by the transports,
-/// their tests and the fuzz targets.
-package struct Classification: Sendable, Equatable {
-    package var outcome: PushDeliveryOutcome
-    package var reason: PushDeliveryReason?
-    /// A provider's message, sanitized.
-    package var detail: String?
-    /// Whether a retry policy may try again (429, 5xx, UNAVAILABLE): never for a dead token
-    /// or a malformed request.
-    package var retryable: Bool
-
-    package init(outcome: PushDeliveryOutcome, reason: PushDeliveryReason?, detail: String? = nil, retryable: Bool = false) {
-        self.outcome = outcome
-        self.reason = reason
-        self.detail = detail
-        self.retryable = retryable
-    }
-
-    /// The reason and its detail as one line, as reports print it.
-    package var reasonText: String? { reason.map { $0.text(detail: detail) } }
 }

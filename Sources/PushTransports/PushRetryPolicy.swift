@@ -39,21 +39,5 @@ public struct PushRetryPolicy: Sendable {
         guard elapsed + wait < totalDeadline else { return nil }
         return wait
     }
-
-    /// Parses `Retry-After` as delay-seconds (HTTP dates are rare from push providers and are
-    /// treated as absent).
-    static func retryAfter(_ value: String?) -> Duration? {
-        guard let value, let seconds = Int(value.trimmingCharacters(in: " \t")), seconds >= 0 else { return nil }
-        return .seconds(min(seconds, 3600))
-    }
 }
 
-extension String {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        let characters = Set(set)
-        var slice = Substring(self)
-        while let first = slice.first, characters.contains(first) { slice.removeFirst() }
-        while let last = slice.last, characters.contains(last) { slice.removeLast() }
-        return String(slice)
-    }
-}

@@ -1,1 +1,5 @@
-// PushTransports: the HTTP/2 client on libcurl and the relay, APNs and FCM transports.
+// PushTransports: the hub's ways out (the relay, direct APNs, direct FCM) and their policy:
+// the endpoint backoff, `PushRetryPolicy`, what is pruned and what is kept. What goes on the
+// wire and what an answer means is PushProviders', re-exported here so every importer of the
+// transports sees the shared values (`PushDeliveryOutcome`, `PushDeliveryReason`, credentials).
+@_exported public import PushProviders

@@ -356,8 +356,9 @@ func benchDispatch() async throws {
         _ = store.upsert(try PushRegistrationRequest(namespace: "bench", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
     }
     let payload = PushNotificationComposer.permissionRequest(
-        .init(id: "0d5c1a9e-5f7e-4d8b-9a55-3f1f7d2c8b11", agent: "Claude", project: "hapi"), requestId: "toolu_01HXYZ", toolName: "Bash",
-        detail: "swift test --parallel")
+        for: PushSession(
+            id: "0d5c1a9e-5f7e-4d8b-9a55-3f1f7d2c8b11", metadata: ["flavor": "claude", "name": "hapi"],
+            agentState: ["requests": ["toolu_01HXYZ": ["tool": "Bash", "arguments": ["command": "swift test --parallel"]]]]))
     let envelope = try PushEnvelopeCipher.seal(payload.canonicalJSON, key: key)
     for (mode, server, sample) in [
         ("apns", providers.apns, Array(#"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"\#(envelope)"}}"#.utf8)),

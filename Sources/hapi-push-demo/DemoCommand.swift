@@ -39,15 +39,34 @@ enum DemoCommand {
         let bad = await hub.register(namespace: "demo", body: Array(#"{"platform":"ios","deviceId":"x","token":"abc"}"#.utf8))
         print("POST /api/devices/register (bad iOS body) → \(bad.status) \(bad.body)")
 
-        let session = PushNotificationComposer.Session(id: "7f3a", agent: "Claude", project: "hapi")
+        // The session as the hub stores it, and its last message: the JavaScript hub's composer
+        // words every notification from these, as a Swift hub's `PushNotificationScheduler` does.
+        let session = PushSession(id: "7f3a", metadata: ["flavor": "claude", "name": "hapi"])
+        let lastMessage: JSONValue = [
+            "role": "agent",
+            "content": [
+                "type": "output",
+                "data": [
+                    "type": "assistant",
+                    "message": ["content": [["type": "text", "text": "All done.\nAGENT_NOTIFY_SUMMARY {\"summary\":\"Tests pass\",\"action\":\"Review the diff\"}"]]],
+                ],
+            ],
+        ]
+        func pending(_ id: String, _ tool: String, _ arguments: JSONValue) -> PushSession {
+            var waiting = session
+            let request: JSONValue = ["tool": .string(tool), "arguments": arguments]
+            waiting.agentState = ["requests": .object([(key: id, value: request)])]
+            return waiting
+        }
+        let question = pending(
+            "req-43", "AskUserQuestion",
+            ["questions": [["question": "Which database should we use?", "options": [["label": "SQLite"]]], ["question": "Deploy now?"]]])
+        let failedTask: JSONValue = ["type": "output", "data": ["type": "system", "subtype": "task_notification", "summary": "3 tests failed", "status": "failed"]]
         let events: [PushNotificationPayload] = [
-            PushNotificationComposer.ready(session, lastAgentText: "All done.\nAGENT_NOTIFY_SUMMARY {\"tests\":\"passed\"}"),
-            PushNotificationComposer.permissionRequest(session, requestId: "req-42", toolName: "Bash", detail: "swift test"),
-            PushNotificationComposer.inputRequest(
-                session, requestId: "req-43", toolName: "AskUserQuestion",
-                arguments: ["questions": [["question": "Which database should we use?", "options": [["label": "SQLite"]]], ["question": "Deploy now?"]]])
-                ?? PushNotificationComposer.ready(session),
-            PushNotificationComposer.taskNotification(session, status: "failed", summary: "3 tests failed"),
+            PushNotificationComposer.ready(for: session, messages: [lastMessage]),
+            PushNotificationComposer.permissionRequest(for: pending("req-42", "Bash", ["command": "swift test"])),
+            PushNotificationComposer.pendingRequest(for: question) ?? PushNotificationComposer.ready(for: session, messages: []),
+            PushNotificationComposer.taskNotification(for: session, content: failedTask) ?? PushNotificationComposer.ready(for: session, messages: []),
         ]
 
         heading("4. iOS relay + Android relay (the defaults): the relay sees ciphertext only")

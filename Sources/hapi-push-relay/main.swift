@@ -16,15 +16,6 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
-/// A one-shot signal from a task to the waiting main thread.
-final class Completion: @unchecked Sendable {
-    // @unchecked: a POSIX semaphore is safe to post and wait from any thread.
-    private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-    init() { sem_init(semaphore, 0, 0) }
-    func signal() { sem_post(semaphore) }
-    func wait() { while sem_wait(semaphore) != 0 && errno == EINTR {} }
-}
-
 func run() -> Never {
     var signals = sigset_t()
     sigemptyset(&signals)
@@ -58,8 +49,8 @@ func run() -> Never {
         fail(error.message, status: 1)
     }
     // Started as a task: with RELAY_REDIS_URL the start waits for the first connection attempt.
-    let outcome = Locked<Result<PushRelayServer, PushRelayStartupError>?>(nil)
-    let started = Completion()
+    // The main thread waits on a pthread condition (which ThreadSanitizer sees), not a semaphore.
+    let outcome = WaitableLocked<Result<PushRelayServer, PushRelayStartupError>?>(nil)
     Task.detached {
         do throws(PushRelayStartupError) {
             let server = try await PushRelayServer.start(configuration: configuration)
@@ -67,11 +58,10 @@ func run() -> Never {
         } catch {
             outcome.withLock { $0 = .failure(error) }
         }
-        started.signal()
+        outcome.broadcast()
     }
-    started.wait()
     let server: PushRelayServer
-    switch outcome.withLock({ $0 }) {
+    switch outcome.wait(until: { $0 != nil }, then: { $0 }) {
     case .success(let running): server = running
     case .failure(let error): fail(error.message, status: 1)
     case nil: fail("the start did not finish", status: 1)
@@ -80,12 +70,13 @@ func run() -> Never {
     var number: Int32 = 0
     while sigwait(&signals, &number) != 0 {}
     let reason = number == SIGINT ? "SIGINT" : "SIGTERM"
-    let stopped = Completion()
+    let stopped = WaitableLocked(false)
     Task.detached {
         await server.stop(grace: .seconds(10), reason: reason)
-        stopped.signal()
+        stopped.withLock { $0 = true }
+        stopped.broadcast()
     }
-    stopped.wait()
+    stopped.wait(until: { $0 }, then: { _ in })
     exit(0)
 }
 

@@ -6,11 +6,14 @@ import PushNative
 enum SendCommand {
     static let usage = """
         Usage: hapi-push [--data-dir DIR] send --namespace NS --type T --session-id ID [--session-name N] [--url U]
-                         [--request-id R] --title T --body B [--severity S] [--notify-summary JSON] [--json]
+                         [--request-id R] [--title T] [--body B] [--severity S] [--notify-summary JSON] [--json]
 
         Sends one notification to every registered device of NS over the transports configured by the
         environment and DIR/settings.json (see 'hapi-push config'), prunes tokens the provider declared
-        dead, and prints one line per device and the Web Push decision. --url defaults to /sessions/<ID>.
+        dead, and prints one line per device and the Web Push decision. Options not given are what the
+        JavaScript hub's composer writes for a session with that id and name: --url /sessions/<ID>, --session-name
+        the first 8 characters of ID, --severity by type; for ready, permission-request and input-request also
+        --title and --body (required for other types).
         --json prints {"suppressWebPush":…,"totals":{…},"deliveries":[{platform,deviceId,tokenHash,transport,
         outcome,reason,status,latencyMs,pruned,payload}]}; outcome is sent|invalid|failed|skipped and payload
         full|without_summary|minimal (null when nothing was sent).
@@ -42,10 +45,17 @@ enum SendCommand {
                 throw UsageError("--notify-summary must be JSON: \(error.description)")
             }
         }
+        let composed = composedDefaults(type: PushNotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"))
+        func text(_ flag: String, _ fallback: String?) throws(UsageError) -> String {
+            if let value = args.value(flag) { return value }
+            if let fallback { return fallback }
+            return try args.required(flag)
+        }
         let payload = PushNotificationPayload(
-            type: PushNotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name"),
-            url: args.value("url") ?? "/sessions/\(sessionId)", requestId: args.value("request-id"), title: try args.required("title"),
-            body: try args.required("body"), severity: args.value("severity").map(PushNotificationSeverity.init(rawValue:)), notifySummary: summary)
+            type: PushNotificationType(rawValue: type), sessionId: sessionId, sessionName: args.value("session-name") ?? composed?.sessionName,
+            url: args.value("url") ?? composed?.url ?? "/sessions/\(sessionId)", requestId: args.value("request-id"),
+            title: try text("title", composed?.title), body: try text("body", composed?.body),
+            severity: args.value("severity").map(PushNotificationSeverity.init(rawValue:)) ?? composed?.severity, notifySummary: summary)
 
         let push: NativePush
         do {
@@ -75,6 +85,26 @@ enum SendCommand {
             render(report, configuration: push.configuration) { print($0) }
         }
         return ExitCode.success.rawValue
+    }
+
+    /// What the JavaScript hub's composer sends for `type` about a session that has only an id
+    /// and (with `--session-name`) a name: the defaults of every option not given. Nil for a
+    /// task notification (its text is the task's summary: `--title` and `--body` are required)
+    /// and for types the composer does not write.
+    static func composedDefaults(type: PushNotificationType, sessionId: String, sessionName: String?) -> PushNotificationPayload? {
+        let session = PushSession(id: sessionId, metadata: sessionName.map { ["name": .string($0)] } ?? .null)
+        switch type {
+        case .ready:
+            return PushNotificationComposer.ready(for: session, messages: [])
+        case .permissionRequest:
+            return PushNotificationComposer.permissionRequest(for: session)
+        case .inputRequest:
+            var asking = session
+            asking.agentState = ["requests": ["request": ["tool": "AskUserQuestion"]]]
+            return PushNotificationComposer.pendingRequest(for: asking)
+        default:
+            return nil
+        }
     }
 
     /// One line per device, then the decision.

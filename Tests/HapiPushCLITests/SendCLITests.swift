@@ -68,6 +68,56 @@ import Testing
         #expect(try JSONParser.parse(nobody.stdout)["suppressWebPush"] == false)
     }
 
+    /// Issue 20, item 4: what `send` is not told comes from the JavaScript hub's composer (the
+    /// payload always carries sessionName, url and severity; ready, permission-request and
+    /// input-request are worded as it words them).
+    @Test func optionsNotGivenAreTheJavaScriptHubsComposition() throws {
+        let providers = try LoopbackProviders()
+        defer { providers.stop() }
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in providers.environment(iosMode: "off", androidMode: "fcm", dataDirectory: providers.directory + "/hub") {
+            environment[name] = value
+        }
+        let registered = try CLI.run(
+            ["devices", "register", "--namespace", "ns", "--platform", "wear", "--device-id", "watch", "--token", "wear-token"], environment: environment)
+        #expect(registered.status == 0, "\(registered.stderr)")
+        let cases: [(arguments: [String], expected: [String: String])] = [
+            (
+                ["--type", "ready", "--session-id", "0123456789abcdef"],
+                [
+                    "title": "Ready for input", "body": "Agent is waiting in 01234567", "sessionName": "01234567", "severity": "info",
+                    "url": "/sessions/0123456789abcdef",
+                ]
+            ),
+            (
+                ["--type", "permission-request", "--session-id", "s1", "--session-name", "hapi", "--request-id", "r-7"],
+                ["title": "Permission Request", "body": "Agent - hapi\nSession: hapi", "sessionName": "hapi", "severity": "warning", "requestId": "r-7"]
+            ),
+            (
+                ["--type", "input-request", "--session-id", "s2", "--session-name", "hapi"],
+                ["title": "Agent needs your input", "body": "Open the session to view and answer the question", "severity": "info"]
+            ),
+            (
+                ["--type", "ready", "--session-id", "s3", "--title", "t", "--body", "b", "--severity", "success", "--session-name", "n", "--url", "/x"],
+                ["title": "t", "body": "b", "severity": "success", "sessionName": "n", "url": "/x"]
+            ),
+        ]
+        for (arguments, expected) in cases {
+            providers.clearRequests()
+            let sent = try CLI.run(["send", "--namespace", "ns", "--json"] + arguments, environment: environment)
+            #expect(sent.status == 0, "\(arguments): \(sent.stderr)")
+            let request = try #require(providers.fcm.requests.first { $0.path != "/token" })
+            let data = try #require(try JSONParser.parse(request.body)["message"]?["data"])
+            for (key, value) in expected {
+                #expect(data[key]?.stringValue == value, "\(arguments): \(key) = \(String(describing: data[key]))")
+            }
+        }
+        // A task notification's text is its summary: no default for it.
+        let task = try CLI.run(["send", "--namespace", "ns", "--type", "task-notification", "--session-id", "s"], environment: environment)
+        #expect(task.status == 2)
+        #expect(task.stderr.contains("--title"))
+    }
+
     @Test func sendUsageErrorsExitTwo() throws {
         #expect(try CLI.run(["send", "--namespace", "ns"]).status == 2)
         #expect(try CLI.run(["send", "--namespace", "ns", "--type", "ready", "--session-id", "s", "--title", "t", "--body", "b", "--notify-summary", "{bad"]).status == 2)

@@ -144,18 +144,18 @@ import PushTransports
     }
 
     @Test func reasonsAreTypedWithTheProvidersMessageApart() {
-        let fcm = FCMTransport.classify(
+        let fcm = FCMProvider.parse(
             status: 404, body: Array(#"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND"}}"#.utf8))
         #expect(fcm.reason == PushDeliveryReason(rawValue: "NOT_FOUND"))
         #expect(fcm.detail == "Requested entity was not found.")
         #expect(fcm.reasonText == "NOT_FOUND: Requested entity was not found.")
-        let gone = FCMTransport.classify(status: 404, body: Array(#"{"error":{"status":"UNREGISTERED"}}"#.utf8))
+        let gone = FCMProvider.parse(status: 404, body: Array(#"{"error":{"status":"UNREGISTERED"}}"#.utf8))
         #expect(gone.reason == .fcmUnregistered)
-        let apns = APNsTransport.classify(status: 400, body: Array(#"{"reason":"BadCollapseId"}"#.utf8))
+        let apns = APNsProvider.parse(status: 400, body: Array(#"{"reason":"BadCollapseId"}"#.utf8))
         #expect(apns.reason == "BadCollapseId")
         #expect(apns.detail == nil)
-        #expect(APNsTransport.classify(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).reason == .apnsUnregistered)
-        #expect(RelayTransport.classify(status: 503, body: []).reason == .http(503))
+        #expect(APNsProvider.parse(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).reason == .apnsUnregistered)
+        #expect(RelayProvider.parse(status: 503, body: []).reason == .http(503))
         #expect(PushDeliveryReason.apnsExpiredProviderToken.text(detail: "refresh failed: x") == "ExpiredProviderToken; refresh failed: x")
         #expect(PushDeliveryReason.channelOff.text(detail: "HAPI_IOS_PUSH=off") == "channel_off: HAPI_IOS_PUSH=off")
     }

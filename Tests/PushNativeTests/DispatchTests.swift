@@ -51,7 +51,7 @@ final class Hub: @unchecked Sendable {
 }
 
 let readyPayload = PushNotificationComposer.ready(
-    .init(id: "s-1", agent: "Claude", project: "hapi"), lastAgentText: "done\nAGENT_NOTIFY_SUMMARY {\"ok\":true}")
+    for: PushSession(id: "s-1", metadata: ["flavor": "claude", "name": "hapi"]), messages: [HubFixture.agent("done\nAGENT_NOTIFY_SUMMARY {\"summary\":\"ok\"}")])
 
 @Suite struct DispatchModeTests {
     @Test func relayForBoth() async throws {

@@ -41,7 +41,7 @@ import PushEnvelope
     }
 
     @Test("§6.2 direct FCM, wear ready") func fcmWearReady() {
-        let body = FCMTransport.body(token: "fcm-wear", payload: Self.ready, target: .wear, priority: .high)
+        let body = FCMProvider.body(token: "fcm-wear", payload: Self.ready, highPriority: true, directBootOK: true)
         #expect(
             String(decoding: body, as: UTF8.self)
                 == #"{"message":{"token":"fcm-wear","data":{"type":"ready","sessionId":"0123456789abcdef","sessionName":"hapi","url":"/sessions/0123456789abcdef","title":"Claude - hapi","body":"ok","contractVersion":"1","severity":"info","notifySummary":"{\"version\":1,\"summary\":\"ok\",\"status\":\"done\"}"},"android":{"priority":"HIGH","direct_boot_ok":true}}}"#
@@ -50,7 +50,7 @@ import PushEnvelope
 
     @Test("§6.2 direct FCM, phone permission with no request at fire time") func fcmPhonePermission() {
         let payload = PushNotificationComposer.permissionRequest(for: HubFixture.session(requests: [:]))
-        let body = FCMTransport.body(token: "fcm-phone", payload: payload, target: .androidPhone, priority: .high)
+        let body = FCMProvider.body(token: "fcm-phone", payload: payload, highPriority: true, directBootOK: false)
         #expect(
             String(decoding: body, as: UTF8.self)
                 == #"{"message":{"token":"fcm-phone","data":{"type":"permission-request","sessionId":"0123456789abcdef","sessionName":"hapi","url":"/sessions/0123456789abcdef","title":"Permission Request","body":"Claude - hapi\nSession: hapi","contractVersion":"1","severity":"warning"},"android":{"priority":"HIGH"}}}"#
@@ -59,7 +59,7 @@ import PushEnvelope
 
     @Test("§6.2 data order with a request id") func fcmRequestIdOrder() {
         let payload = PushNotificationComposer.permissionRequest(for: HubFixture.session(requests: HubFixture.json(#"{"r1":{"tool":"Bash","arguments":{"command":"ls"}}}"#)))
-        let text = String(decoding: FCMTransport.body(token: "t", payload: payload, target: .androidPhone, priority: .high), as: UTF8.self)
+        let text = String(decoding: FCMProvider.body(token: "t", payload: payload, highPriority: true, directBootOK: false), as: UTF8.self)
         #expect(text.contains(#""contractVersion":"1","requestId":"r1","severity":"warning"}"#))
     }
 
@@ -75,18 +75,17 @@ import PushEnvelope
             (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"}]}}"#, .failed),
         ])
     func fcmClassification(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome) {
-        #expect(FCMTransport.classify(status: status, body: Array(body.utf8)).outcome == outcome)
+        #expect(FCMProvider.parse(status: status, body: Array(body.utf8)).outcome == outcome)
     }
 
     @Test("§6.3 relay body") func relayBody() throws {
-        let delivery = PushDelivery(target: .ios, token: "abcd", content: .envelope("ZW52"), collapseId: "ready-0123456789abcdef")
-        let body = try #require(RelayTransport.body(for: delivery, envelope: "ZW52"))
+        let body = RelayProvider.body(platform: .ios, token: "abcd", envelope: "ZW52", collapseId: "ready-0123456789abcdef", priority: 10)
         #expect(String(decoding: body, as: UTF8.self) == #"{"platform":"ios","token":"abcd","envelope":"ZW52","collapseId":"ready-0123456789abcdef","priority":10}"#)
     }
 
     @Test("§6.3 APNs body") func apnsBody() {
         #expect(
-            String(decoding: APNsTransport.body(envelope: "E"), as: UTF8.self)
+            String(decoding: APNsProvider.body(envelope: "E"), as: UTF8.self)
                 == #"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"E"}}"#)
     }
 
@@ -98,7 +97,7 @@ import PushEnvelope
             ("permission-request-3f2a9c1e-0b5d-4f7a-9e21-6c8d0a1b2c3d", "permission-request-3f2a9c1e-0b5d-4f7a-9e21-6c8d0a1b2c3d"),
         ])
     func collapseId(_ id: String, _ cut: String) {
-        #expect(APNsTransport.collapseId(id) == cut)
+        #expect(APNsProvider.collapseId(id) == cut)
     }
 
     @Test("§6.4 no cap in JavaScript; the contract's ladder here (SPEC WINS)") func sizeLadder() throws {

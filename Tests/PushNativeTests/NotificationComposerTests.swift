@@ -5,41 +5,22 @@ import DeviceRegistry
 import PushEnvelope
 @testable import PushNative
 
+/// The seed contract's question preview (an `input-request`), which the JavaScript hub's
+/// composer sends for a question tool's pending request: counted in Unicode code points (the
+/// contract's rule), cut between grapheme clusters.
 @Suite struct NotificationComposerTests {
-    let session = PushNotificationComposer.Session(id: "abc", agent: "Claude", project: "hapi")
-
-    @Test func readyPermissionAndTaskFollowTheContract() {
-        let ready = PushNotificationComposer.ready(session)
-        #expect(ready.type == .ready)
-        #expect(ready.severity == .info)
-        #expect(ready.url == "/sessions/abc")
-        #expect(ready.sessionName == "Claude - hapi")
-        #expect(ready.contractVersion == "1")
-        #expect(ready.notifySummary == nil)
-        let permission = PushNotificationComposer.permissionRequest(session, requestId: "req-1", toolName: "Bash", detail: "rm -rf\n build")
-        #expect(permission.type == .permissionRequest)
-        #expect(permission.severity == .warning)
-        #expect(permission.requestId == "req-1")
-        #expect(permission.body == "Bash: rm -rf build")
-        for status in ["failed", "error", "killed", "aborted", "FAILED"] {
-            #expect(PushNotificationComposer.taskNotification(session, status: status).severity == .error, "\(status)")
-        }
-        for status in ["completed", "done", "success"] {
-            #expect(PushNotificationComposer.taskNotification(session, status: status).severity == .success, "\(status)")
-        }
-        #expect(PushNotificationComposer.taskNotification(session, status: "done").type == .taskNotification)
-        #expect(PushNotificationComposer.ready(.init(id: "x", agent: "Codex")).sessionName == "Codex")
-        #expect(PushNotificationComposer.ready(.init(id: "x", agent: "Codex", url: "/custom")).url == "/custom")
+    /// A session named `hapi` (agent Claude) waiting on one request.
+    func session(name: String = "hapi", tool: String = "AskUserQuestion", requestId: String = "r", arguments: JSONValue?) -> PushSession {
+        var request: [(key: String, value: JSONValue)] = [(key: "tool", value: .string(tool))]
+        if let arguments { request.append((key: "arguments", value: arguments)) }
+        return PushSession(
+            id: "abc", metadata: ["flavor": "claude", "name": .string(name)],
+            agentState: ["requests": .object([(key: requestId, value: .object(request))])])
     }
 
-    @Test func notifySummaryComesFromATrailingLine() {
-        let text = "Done.\nAll tests pass.\nAGENT_NOTIFY_SUMMARY {\"files\": 3, \"status\":\"ok\"}\n\n"
-        #expect(PushNotificationComposer.ready(session, lastAgentText: text).notifySummary == #"{"files":3,"status":"ok"}"#)
-        #expect(PushNotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY {\"a\":1}\nmore text") == nil)
-        #expect(PushNotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY not json") == nil)
-        #expect(PushNotificationComposer.notifySummary(in: "AGENT_NOTIFY_SUMMARY{\"a\":1}") == nil)
-        #expect(PushNotificationComposer.notifySummary(in: "no summary") == nil)
-        #expect(PushNotificationComposer.notifySummary(in: "  AGENT_NOTIFY_SUMMARY [1, 2]") == "[1,2]")
+    func inputRequest(_ tool: String, arguments: JSONValue?) -> PushNotificationPayload? {
+        let payload = PushNotificationComposer.pendingRequest(for: session(tool: tool, arguments: arguments))
+        return payload?.type == .inputRequest ? payload : nil
     }
 
     @Test(arguments: [
@@ -48,38 +29,40 @@ import PushEnvelope
     ])
     func questionToolsAreQuestions(_ name: String) {
         #expect(PushNotificationComposer.isQuestionTool(name))
-        #expect(PushNotificationComposer.inputRequest(session, requestId: "r", toolName: name, arguments: ["questions": [["question": "Q?"]]]) != nil)
+        #expect(inputRequest(name, arguments: ["questions": [["question": "Q?"]]]) != nil)
     }
 
     @Test(arguments: ["ExitPlanMode", "Bash", "mcp__server__AskUserQuestion", "mcp__x__ask_user_question", "functions.ExitPlanMode", "askuserquestion", ""])
     func otherToolsAreNotQuestions(_ name: String) {
         #expect(!PushNotificationComposer.isQuestionTool(name))
-        #expect(PushNotificationComposer.inputRequest(session, requestId: "r", toolName: name, arguments: ["questions": [["question": "Q?"]]]) == nil)
+        #expect(inputRequest(name, arguments: ["questions": [["question": "Q?"]]]) == nil)
     }
 
-    func body(_ arguments: JSONValue?, session: PushNotificationComposer.Session? = nil) -> String {
-        PushNotificationComposer.inputRequest(session ?? self.session, requestId: "r", toolName: "AskUserQuestion", arguments: arguments)?.body ?? "<nil>"
+    func body(_ arguments: JSONValue?, name: String = "hapi") -> String {
+        let payload = PushNotificationComposer.pendingRequest(for: session(name: name, arguments: arguments))
+        return payload?.type == .inputRequest ? payload?.body ?? "<nil>" : "<nil>"
     }
 
     @Test func bodyShowsFirstQuestionCountAndSession() throws {
         let payload = try #require(
-            PushNotificationComposer.inputRequest(
-                session, requestId: "r-9", toolName: "AskUserQuestion",
-                arguments: [
-                    "questions": [
-                        ["question": "Which   database\nshould we use?", "header": "DB", "options": [["label": "Postgres"], ["label": "SQLite"]]],
-                        ["question": "", "header": "Auth"], ["question": "   ", "header": ""], ["question": "Deploy now?"],
-                    ]
-                ]))
+            PushNotificationComposer.pendingRequest(
+                for: session(
+                    requestId: "r-9",
+                    arguments: [
+                        "questions": [
+                            ["question": "Which   database\nshould we use?", "header": "DB", "options": [["label": "Postgres"], ["label": "SQLite"]]],
+                            ["question": "", "header": "Auth"], ["question": "   ", "header": ""], ["question": "Deploy now?"],
+                        ]
+                    ])))
         #expect(payload.type == .inputRequest)
         #expect(payload.title == "Claude needs your input")
         #expect(payload.severity == .info)
         #expect(payload.requestId == "r-9")
-        #expect(payload.body == "Which database should we use?\n+2 more questions\nClaude - hapi")
+        #expect(payload.body == "Which database should we use?\n+2 more questions\nhapi")
         #expect(!payload.body.contains("Postgres"))
-        #expect(body(["questions": [["question": "One?"], ["question": "Two?"]]]) == "One?\n+1 more question\nClaude - hapi")
-        #expect(body(["questions": [["question": "", "header": "Header only"]]]) == "Header only\nClaude - hapi")
-        #expect(body(["question": "Codex style?"]) == "Codex style?\nClaude - hapi")
+        #expect(body(["questions": [["question": "One?"], ["question": "Two?"]]]) == "One?\n+1 more question\nhapi")
+        #expect(body(["questions": [["question": "", "header": "Header only"]]]) == "Header only\nhapi")
+        #expect(body(["question": "Codex style?"]) == "Codex style?\nhapi")
     }
 
     @Test(arguments: [
@@ -91,21 +74,20 @@ import PushEnvelope
     }
 
     @Test func sessionNameIsCappedAt80ScalarsAtGraphemeBoundaries() {
-        // 79 ASCII + a family emoji (7 scalars): the emoji cannot fit with the ellipsis, so it goes whole.
+        // 74 ASCII + a family emoji (7 scalars): the emoji cannot fit with the ellipsis, so it goes whole.
         let family = "👨‍👩‍👧‍👦"
-        let longProject = String(repeating: "p", count: 70) + family + "tail"
-        let name = PushNotificationComposer.Session(id: "s", agent: "Agent", project: longProject).displayName
-        let text = body(["questions": [["question": "Q?"]]], session: .init(id: "s", agent: "Agent", project: longProject))
+        let longProject = String(repeating: "p", count: 74) + family + "tail"
+        let text = body(["questions": [["question": "Q?"]]], name: longProject)
         let shownName = String(text.split(separator: "\n").last ?? "")
-        #expect(name.unicodeScalars.count > 80)
+        #expect(longProject.unicodeScalars.count > 80)
         #expect(shownName.unicodeScalars.count <= 80)
         #expect(shownName.hasSuffix("…"))
         #expect(!shownName.contains("\u{200D}"))  // no half family
         // Exactly 80 scalars passes untouched.
-        let exact = String(repeating: "x", count: 72)  // "Agent - " is 8
-        let exactText = body(["questions": [["question": "Q?"]]], session: .init(id: "s", agent: "Agent", project: exact))
-        #expect(exactText.hasSuffix("Agent - " + exact))
-        let over = body(["questions": [["question": "Q?"]]], session: .init(id: "s", agent: "Agent", project: exact + "y"))
+        let exact = String(repeating: "x", count: 80)
+        let exactText = body(["questions": [["question": "Q?"]]], name: exact)
+        #expect(exactText.hasSuffix("\n" + exact))
+        let over = body(["questions": [["question": "Q?"]]], name: exact + "y")
         #expect(over.split(separator: "\n").last?.unicodeScalars.count == 80)
     }
 
@@ -126,8 +108,8 @@ import PushEnvelope
     }
 
     @Test func bodyAtExactly280ScalarsIsNotCut() {
-        // "\nClaude - hapi" is 14 scalars: 266 for the question makes exactly 280.
-        let question = String(repeating: "q", count: 266)
+        // "\nhapi" is 5 scalars: 275 for the question makes exactly 280.
+        let question = String(repeating: "q", count: 275)
         let text = body(["questions": [["question": .string(question)]]])
         #expect(text.unicodeScalars.count == 280)
         #expect(!text.contains("…"))

@@ -76,7 +76,7 @@ import PushEnvelope
             return (gone ? LoopbackServer.Response.text(status: 410, #"{"ok":false,"code":"unregistered"}"#) : .json(#"{"ok":true}"#))
                 .delayed(milliseconds: 1500)
         }
-        let payload = PushNotificationComposer.ready(.init(id: "s-1", agent: "Claude", project: "hapi"))
+        let payload = PushNotificationComposer.ready(for: PushSession(id: "s-1", metadata: ["flavor": "claude", "name": "hapi"]), messages: [])
         let dispatch = Task { try await push.dispatch(payload, namespace: "ns") }
         while providers.relay.requests.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
         try await server.restartAsync(mode: "immediate")

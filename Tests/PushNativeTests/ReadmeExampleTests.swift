@@ -9,8 +9,10 @@ func handleAgentReady(body: [UInt8]) async throws {
     let push = try await NativePush.start()  // HAPI_*/APNS_*/FCM_* env > ~/.hapi/settings.json > defaults
     let answer = await push.register(namespace: "default", body: body)  // POST /api/devices/register
     print(answer.status, answer.body)  // 200 {"ok":true}, or 400 naming every bad field
-    let session = PushNotificationComposer.Session(id: "s1", agent: "Claude", project: "hapi")
-    let report = try await push.dispatch(PushNotificationComposer.ready(session), namespace: "default")
+    // The session as the hub stores it (metadata, agentState) and its last messages, worded as
+    // the JavaScript hub words them: here "Ready for input" / "Claude is waiting in hapi".
+    let session = PushSession(id: "s1", metadata: ["flavor": "claude", "name": "hapi"])
+    let report = try await push.dispatch(PushNotificationComposer.ready(for: session, messages: []), namespace: "default")
     if !report.suppressWebPush { /* no native device got it: send the Web Push fallback */ }
     await push.shutdown()
 }

@@ -38,8 +38,10 @@ import Testing
             #expect(answer.status == 200)
         }
         let payloads = [
-            PushNotificationComposer.ready(.init(id: "s-1", agent: "Claude", project: "hapi"), lastAgentText: "all done"),
-            PushNotificationComposer.permissionRequest(.init(id: "s-2", agent: "Codex", project: "hapi"), requestId: "r-1", toolName: "Bash", detail: "ls -la"),
+            PushNotificationComposer.ready(for: PushSession(id: "s-1", metadata: ["flavor": "claude", "name": "hapi"]), messages: []),
+            PushNotificationComposer.permissionRequest(
+                for: PushSession(
+                    id: "s-2", metadata: ["flavor": "codex", "name": "hapi"], agentState: ["requests": ["r-1": ["tool": "Bash", "arguments": ["command": "ls -la"]]]])),
         ]
         for payload in payloads {
             let report = try await push.dispatch(payload, namespace: "ns")
@@ -98,7 +100,7 @@ import Testing
         let key = try PushKey.generate()
         let body = JSONValue.object(["platform": "ios", "deviceId": "iphone", "token": .string(String(repeating: "ab", count: 32)), "pushKey": .string(key.base64)])
         _ = await push.register(namespace: "ns", body: body.canonicalBytes)
-        let report = try await push.dispatch(PushNotificationComposer.ready(.init(id: "s", agent: "Claude", project: "hapi")), namespace: "ns")
+        let report = try await push.dispatch(PushNotificationComposer.ready(for: PushSession(id: "s", metadata: ["flavor": "claude"]), messages: []), namespace: "ns")
         let devices = try await push.registry.store.devices(namespace: "ns", platforms: nil)
         await push.shutdown()
         await server.stop()

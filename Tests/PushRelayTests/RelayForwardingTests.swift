@@ -193,14 +193,8 @@ import Testing
 }
 
 @Suite struct RelayRequestBodyTests {
-    @Test func theAPNsBodyIsTheTransportsByteForByte() {
-        for envelope in [sampleEnvelope, "QQ==", String(repeating: "A", count: 3200), "ab+/"] {
-            #expect(RelayAPNsForwarder.body(envelope: envelope) == APNsTransport.body(envelope: envelope))
-        }
-    }
-
     @Test func theFCMBodyEscapesTheTokenOnly() throws {
-        let body = RelayFCMForwarder.body(token: #"a"b\c"#, envelope: "QQ==", priority: 10, packageName: "run.hapi.companion")
+        let body = FCMProvider.body(token: #"a"b\c"#, envelope: "QQ==", highPriority: true, packageName: "run.hapi.companion")
         let parsed = try JSONParser.parse(body)
         #expect(parsed["message"]?["token"]?.stringValue == #"a"b\c"#)
         #expect(parsed["message"]?["data"]?["hapi_e"] == "QQ==")

@@ -168,10 +168,15 @@ enum RawHTTP {
     static func exchange(
         port: Int, _ request: String, source: String = "127.0.0.1", timeoutSeconds: Int = 10, detectClose: Bool = false
     ) async -> Answer? {
-        await RelayThread.run {
-            exchangeBlocking(
-                port: port, Array(request.utf8), source: source, timeoutSeconds: timeoutSeconds, detectClose: detectClose,
-                expectBody: !request.hasPrefix("HEAD "))
+        do {
+            return try await PushThread.run(name: "test-raw-http") {
+                exchangeBlocking(
+                    port: port, Array(request.utf8), source: source, timeoutSeconds: timeoutSeconds, detectClose: detectClose,
+                    expectBody: !request.hasPrefix("HEAD "))
+            }
+        } catch {
+            Issue.record("no thread for the exchange: \(error)")
+            return nil
         }
     }
 

@@ -41,10 +41,10 @@ import Testing
     @Test func providerStringsAreCappedEscapedAndScrubbed() {
         let token = String(repeating: "a1", count: 32)
         let long = String(repeating: "lorem ipsum ", count: 250)
-        let relay = RelayTransport.classify(
+        let relay = RelayProvider.parse(
             status: 400, body: Array(#"{"ok":false,"code":"bad\u001b[31m\#(long)","message":"token \#(token) \u0007\u009b\#(long)"}"#.utf8))
-        let apns = APNsTransport.classify(status: 400, body: Array(#"{"reason":"Bad\r\nX-Forged: 1\#(long)"}"#.utf8))
-        let fcm = FCMTransport.classify(
+        let apns = APNsProvider.parse(status: 400, body: Array(#"{"reason":"Bad\r\nX-Forged: 1\#(long)"}"#.utf8))
+        let fcm = FCMProvider.parse(
             status: 400,
             body: Array(#"{"error":{"code":400,"message":"Bearer ya29.a0AfH6SMBx3k9ZqVwXyZ0123456789abcdef refused \u202e\#(long)","status":"INVALID\u001b","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\u0085\#(long)"}]}}"#.utf8))
         for result in [relay, apns, fcm] {
@@ -59,7 +59,7 @@ import Testing
         #expect(apns.reasonText?.hasPrefix(#"Bad\r\nX-Forged: 1"#) == true)
         #expect(fcm.reasonText?.hasPrefix(#"\x85lorem ipsum"#) == true, "\(fcm.reasonText ?? "")")
         // The decisions still read the provider's words as sent.
-        #expect(APNsTransport.classify(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).outcome == .invalid)
+        #expect(APNsProvider.parse(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).outcome == .invalid)
     }
 
     /// A provider echoing what we sent (here the relay, quoting the device token and the request)

@@ -1,5 +1,5 @@
 import FuzzCheck
-import PushTransports
+import PushProviders
 
 /// The first two bytes are the HTTP status (big-endian), the rest the provider's body. Besides
 /// not crashing, a dead-token verdict (`.invalid`, which prunes a registration) is only ever
@@ -10,23 +10,28 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let status = Int(data[0]) << 8 | Int(data[1])
     let body = Array(UnsafeBufferPointer(start: data + 2, count: size - 2))
 
-    check("relay", RelayTransport.classify(status: status, body: body), status: status, invalidOnly: [410: ["unregistered"]])
-    check("APNs", APNsTransport.classify(status: status, body: body), status: status,
+    check("relay", RelayProvider.parse(status: status, body: body), status: status, invalidOnly: [410: ["unregistered"]])
+    check("APNs", APNsProvider.parse(status: status, body: body), status: status,
         invalidOnly: [410: ["Unregistered", "ExpiredToken"], 400: ["BadDeviceToken"]])
-    check("FCM", FCMTransport.classify(status: status, body: body), status: status,
+    check("FCM", FCMProvider.parse(status: status, body: body), status: status,
         invalidOnly: [404: ["UNREGISTERED"], 400: ["INVALID_ARGUMENT: invalid registration token"]])
     return 0
 }
 
 /// `invalidOnly`: the statuses that may prove a dead token, each with the reasons that do.
-func check(_ provider: String, _ result: Classification, status: Int, invalidOnly: [Int: Set<String>]) {
+func check(_ provider: String, _ result: ProviderAnswer, status: Int, invalidOnly: [Int: Set<String>]) {
     switch result.outcome {
     case .sent:
         require((200...299).contains(status), "\(provider): sent for status \(status)")
     case .invalid:
         require(invalidOnly[status]?.contains(result.reasonText ?? "") == true, "\(provider): invalid for status \(status): \(result)")
         require(!result.retryable, "\(provider): a dead token is retryable: \(result)")
-    case .failed:
+    case .failed, .skipped:
         require(!(200...299).contains(status), "\(provider): failed for 2xx status \(status)")
+    }
+    // The relay's stricter reading: it answers `unregistered` only on evidence of these kinds.
+    if result.evidence != nil {
+        require(!(200...299).contains(status), "\(provider): token evidence on 2xx status \(status)")
+        require(result.outcome != .sent, "\(provider): token evidence on an accepted answer")
     }
 }

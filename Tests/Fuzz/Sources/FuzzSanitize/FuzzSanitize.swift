@@ -1,6 +1,6 @@
 import Foundation
 import FuzzCheck
-import PushTransports
+import PushProviders
 
 /// Provider answers as a hostile provider (or a proxy) could write them: the first two bytes
 /// are the status (big-endian), the rest the body. Besides not crashing: a reason kept from any
@@ -12,8 +12,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let status = Int(data[0]) << 8 | Int(data[1])
     let body = Array(UnsafeBufferPointer(start: data + 2, count: size - 2))
     for (provider, result) in [
-        ("relay", RelayTransport.classify(status: status, body: body)), ("APNs", APNsTransport.classify(status: status, body: body)),
-        ("FCM", FCMTransport.classify(status: status, body: body)),
+        ("relay", RelayProvider.parse(status: status, body: body)), ("APNs", APNsProvider.parse(status: status, body: body)),
+        ("FCM", FCMProvider.parse(status: status, body: body)),
     ] {
         guard let reason = result.reasonText else { continue }
         check(reason, provider)

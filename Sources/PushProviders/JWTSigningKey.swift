@@ -5,21 +5,21 @@ import PushEnvelope
 /// A private key for signing JWTs through OpenSSL: ES256 (APNs provider tokens, P-256 only)
 /// or RS256 (Google service-account assertions). Owns its `EVP_PKEY` and frees it in `deinit`.
 /// Holds a secret: it has no public accessor for the key and never prints it.
-final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
+package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     // @unchecked: the EVP_PKEY is immutable after loading, and OpenSSL 3 allows concurrent
     // signing with one key (each call creates its own EVP_MD_CTX).
 
-    enum Algorithm: String, Sendable {
+    package enum Algorithm: String, Sendable {
         case es256 = "ES256"
         case rs256 = "RS256"
     }
 
-    let algorithm: Algorithm
+    package let algorithm: Algorithm
     private let key: OpaquePointer
 
     /// Parses a PEM private key (PKCS#8, as in an APNs .p8 file, or a traditional EC/RSA key).
     /// `source` names where it came from, for error messages.
-    init(pem: [UInt8], algorithm: Algorithm, source: String) throws(PushCredentialError) {
+    package init(pem: [UInt8], algorithm: Algorithm, source: String) throws(PushCredentialError) {
         self.algorithm = algorithm
         // BIO_new_mem_buf does not copy: parse while the bytes are pinned.
         // Never OpenSSL's default password callback: it prompts on the terminal and blocks.
@@ -66,10 +66,10 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
 
     deinit { EVP_PKEY_free(key) }
 
-    var description: String { "JWTSigningKey(\(algorithm.rawValue), redacted)" }
+    package var description: String { "JWTSigningKey(\(algorithm.rawValue), redacted)" }
 
     /// Signs `message` with SHA-256. ES256 returns the JOSE form: 64 bytes `r ‖ s`, not DER.
-    func sign(_ message: [UInt8]) throws(PushCredentialError) -> [UInt8] {
+    package func sign(_ message: [UInt8]) throws(PushCredentialError) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw PushCredentialError.signingFailed.with("out of memory while signing") }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
@@ -135,7 +135,7 @@ final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Reads a credential file, naming it (and the setting that named it) on failure.
-    static func readFile(_ path: String, setting: String) throws(PushCredentialError) -> [UInt8] {
+    package static func readFile(_ path: String, setting: String) throws(PushCredentialError) -> [UInt8] {
         try CredentialFile.read(path, setting: setting)
     }
 }

@@ -7,7 +7,7 @@ public struct APNsCredentials: Sendable, CustomStringConvertible {
     public let keyId: String
     public let teamId: String
     public let bundleId: String
-    let signingKey: JWTSigningKey
+    package let signingKey: JWTSigningKey
 
     /// Reads `keyPath` and checks it is a PKCS#8 P-256 private key.
     public init(keyPath: String, keyId: String, teamId: String, bundleId: String) throws(PushCredentialError) {

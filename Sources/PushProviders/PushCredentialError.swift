@@ -1,13 +1,13 @@
 /// Why a provider credential (an APNs `.p8` key, an FCM service account) was refused. Names
 /// the file and says what to do; never contains key material.
 public struct PushCredentialError: Error, Sendable, Hashable, CustomStringConvertible {
-    enum Code: Sendable, Hashable { case unreadable, malformed, encrypted, wrongKeyType, missingFields, signingFailed, insecure }
+    package enum Code: Sendable, Hashable { case unreadable, malformed, encrypted, wrongKeyType, missingFields, signingFailed, insecure }
 
-    let code: Code
+    package let code: Code
     /// What is wrong and what to do.
     public let message: String
 
-    init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -33,5 +33,5 @@ public struct PushCredentialError: Error, Sendable, Hashable, CustomStringConver
     /// OpenSSL refused to sign.
     public static let signingFailed = PushCredentialError(.signingFailed, "signing failed")
 
-    func with(_ message: String) -> PushCredentialError { PushCredentialError(code, message) }
+    package func with(_ message: String) -> PushCredentialError { PushCredentialError(code, message) }
 }

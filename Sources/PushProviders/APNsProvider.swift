@@ -1,0 +1,92 @@
+import PushEnvelope
+
+/// Direct APNs: the request (`POST /3/device/<token>` with the provider token and the alert
+/// headers) and the reading of Apple's answers. The hub's `APNsTransport` and the relay's
+/// forwarder both send what `request` builds and decide on what `parse` reads.
+package enum APNsProvider: ProviderAnswerParser {
+    /// One push. `priority` is 10 (now) or 5 (power-friendly); `collapseId` is sent when given
+    /// (the hub always gives one, cut by `collapseId(_:)`; the relay only when the hub sent one).
+    package static func request(token: String, envelope: String, topic: String, jwt: String, priority: Int, collapseId: String?) -> ProviderRequest {
+        var headers: [ProviderRequest.Header] = [
+            .init("authorization", "bearer " + jwt),
+            .init("apns-topic", topic),
+            .init("apns-push-type", "alert"),
+            .init("apns-priority", String(priority)),
+            .init("apns-expiration", "0"),
+        ]
+        if let collapseId { headers.append(.init("apns-collapse-id", collapseId)) }
+        headers.append(.init("content-type", "application/json"))
+        return ProviderRequest(path: "/3/device/" + ProviderText.pathSegment(token), headers: headers, body: body(envelope: envelope))
+    }
+
+    /// The exact body: a generic alert the Notification Service Extension replaces after
+    /// decrypting `hapi.e`.
+    package static func body(envelope: String) -> [UInt8] {
+        let prefix: StaticString = #"{"aps":{"mutable-content":1,"alert":{"title":"HAPI","body":"New activity"},"sound":"default"},"hapi":{"v":1,"e":"#
+        var out: [UInt8] = []
+        out.reserveCapacity(prefix.utf8CodeUnitCount + envelope.utf8.count + 4)
+        out.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        CanonicalJSON.writeString(envelope, into: &out)
+        out.append(UInt8(ascii: "}"))
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// At most 64 UTF-8 bytes (Apple's limit), cut only between characters.
+    package static func collapseId(_ value: String) -> String {
+        guard value.utf8.count > 64 else { return value }
+        var result = ""
+        var bytes = 0
+        for character in value {
+            let size = character.utf8.count
+            if bytes + size > 64 { break }
+            result.append(character)
+            bytes += size
+        }
+        return result
+    }
+
+    /// A device token APNs could accept: hex digits only (anything else would change the path).
+    package static func isWellFormedToken(_ token: String) -> Bool {
+        !token.isEmpty && token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
+    }
+
+    /// 2xx → accepted. 410 `Unregistered` or `ExpiredToken` and 400 `BadDeviceToken` → the
+    /// token is dead (a 410 without one of those reasons is no proof). `ExpiredProviderToken` →
+    /// mint a fresh JWT and send once more. 429 → throttled, retryable but for
+    /// `TooManyProviderTokenUpdates` (we keep the token and back off; minting again would make
+    /// it worse); 5xx retryable; everything else refused with Apple's reason.
+    package static func parse(status: Int, body: [UInt8], header: (String) -> String?) -> ProviderAnswer {
+        let object = ProviderText.jsonObject(body)
+        let code = object?["reason"]?.stringValue
+        if (200...299).contains(status) { return ProviderAnswer(.accepted, status: status, apnsId: header("apns-id")) }
+        var answer = ProviderAnswer(
+            .refused, status: status, reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status), code: code,
+            retryable: status == 429 || (500...599).contains(status), retryAfter: ProviderText.retryAfter(header("retry-after")))
+        let since: Int64? = if case .integer(let timestamp)? = object?["timestamp"] { timestamp } else { nil }
+        switch (status, code) {
+        case (410, "Unregistered"):
+            answer.verdict = .tokenDead(since: since)
+            answer.evidence = .init(kind: .unregistered, reason: .apnsUnregistered)
+        case (410, "ExpiredToken"):
+            answer.verdict = .tokenDead(since: since)
+            answer.evidence = .init(kind: .expired, reason: .apnsExpiredToken)
+        case (400, "BadDeviceToken"):
+            answer.verdict = .tokenDead(since: since)
+            answer.reason = .apnsBadDeviceToken
+            answer.evidence = .init(kind: .malformed, reason: .apnsBadDeviceToken)
+        case (_, "ExpiredProviderToken"):
+            answer.verdict = .retryWithFreshProviderToken
+        case (429, "TooManyProviderTokenUpdates"):
+            answer.verdict = .throttled
+            answer.reason = .apnsTooManyProviderTokenUpdates
+            answer.retryable = false
+        case (429, _):
+            answer.verdict = .throttled
+        default:
+            break
+        }
+        if case .tokenDead = answer.verdict { answer.retryable = false }
+        return answer
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+
+/// Only the provider layer speaks the providers' language: no other production module names an
+/// APNs header, an FCM error field or a provider's reason string, so a change in what Apple or
+/// Google send is made in one place and reaches the hub and the relay alike. (The loopback
+/// stand-ins, which play the providers in tests, the demo and the bench, are exempt.)
+@Suite struct ProviderVocabularyTests {
+    /// Module directories under Sources/ that may name provider words: the layer itself and
+    /// the stand-ins that answer as the providers do.
+    static let exempt: Set<String> = [
+        "PushProviders", "PushTestSupport", "PushLoopbackServer", "CHapiLoopback", "hapi-push-demo", "hapi-push-soak", "hapi-push-bench",
+    ]
+
+    /// Whole words (not part of a longer identifier, so `PushDeliveryReason.apnsBadDeviceToken`
+    /// is fine and the string `BadDeviceToken` is not).
+    static let words = [
+        // APNs reasons and headers
+        "Unregistered", "ExpiredToken", "BadDeviceToken", "ExpiredProviderToken", "InvalidProviderToken", "TooManyProviderTokenUpdates",
+        "TooManyRequests", "DeviceTokenNotForTopic", "BadCollapseId", "BadTopic", "PayloadTooLarge", "BadCertificateEnvironment",
+        // FCM error fields and codes
+        "FcmError", "fieldViolations", "UNREGISTERED", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED", "THIRD_PARTY_AUTH_ERROR",
+        "UNAVAILABLE", "google.rpc.BadRequest",
+        // Google's OAuth answer
+        "access_token", "error_description", "expires_in",
+    ]
+    /// Fragments that are never a word of ours: an APNs header name, FCM's `errorCode` member.
+    static let fragments = ["\"apns-", "\"errorCode\"", "\"@type\""]
+
+    @Test func noModuleButTheProviderLayerNamesAProvidersWords() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources")
+        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { !Self.exempt.contains($0) }
+        #expect(modules.contains("PushTransports") && modules.contains("PushRelay") && modules.contains("PushNative"))
+        var findings: [String] = []
+        var scanned = 0
+        for module in modules.sorted() {
+            let directory = sources.appendingPathComponent(module)
+            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                scanned += 1
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let code = Self.withoutComment(String(line))
+                    for word in Self.words where Self.containsWord(code, word) {
+                        findings.append("\(module)/\(file):\(number + 1) names \(word)")
+                    }
+                    for fragment in Self.fragments where code.contains(fragment) {
+                        findings.append("\(module)/\(file):\(number + 1) names \(fragment)")
+                    }
+                }
+            }
+        }
+        #expect(scanned > 50)
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
+    /// The code of a line: a whole-line comment is dropped, and a trailing ` // …`.
+    static func withoutComment(_ line: String) -> String {
+        let trimmed = line.drop { $0 == " " || $0 == "\t" }
+        if trimmed.hasPrefix("//") { return "" }
+        if let range = line.range(of: " // ") { return String(line[..<range.lowerBound]) }
+        return line
+    }
+
+    static func containsWord(_ text: String, _ word: String) -> Bool {
+        var searchStart = text.startIndex
+        while let range = text.range(of: word, range: searchStart..<text.endIndex) {
+            let before = range.lowerBound == text.startIndex ? nil : text[text.index(before: range.lowerBound)]
+            let after = range.upperBound == text.endIndex ? nil : text[range.upperBound]
+            if !isIdentifier(before), !isIdentifier(after) { return true }
+            searchStart = range.upperBound
+        }
+        return false
+    }
+
+    static func isIdentifier(_ character: Character?) -> Bool {
+        guard let character else { return false }
+        return character.isLetter || character.isNumber || character == "_"
+    }
+
+    @Test func theScanFindsWhatItLooksFor() {
+        #expect(Self.containsWord(#"case (410, "Unregistered"):"#, "Unregistered"))
+        #expect(!Self.containsWord("reason == .apnsUnregistered", "Unregistered"))
+        #expect(Self.withoutComment("    /// APNs `410 Unregistered`") == "")
+        #expect(Self.withoutComment(#"let x = "BadDeviceToken" // why"#) == #"let x = "BadDeviceToken""#)
+    }
+}
