@@ -27,6 +27,7 @@ final class CurlMultiLoop: Sendable {
         var maximumResponseBodyBytes: Int
         var forceHTTP2PriorKnowledge: Bool
         var trustStore: CurlTrustStore?
+        var addressPolicy: EndpointAddressPolicy = .any
         /// libcurl before 8.0.0 cannot reuse an h2c prior-knowledge connection: the second
         /// request on it fails with CURLE_HTTP2 (curl issue #10634, fixed by PR #10643).
         var h2cReuseBroken = false

@@ -31,6 +31,8 @@ extension HTTPClient {
         package var pingInterval: Duration
         /// A PING unanswered for this long closes the connection; the next request opens a new one.
         package var pingTimeout: Duration
+        /// Which resolved addresses connections may go to; checked on the address connected to.
+        package var addressPolicy: EndpointAddressPolicy = .any
 
         package init(
             requestTimeout: Duration = .seconds(10),

@@ -63,7 +63,7 @@ package final class HTTPClient: Sendable {
                 connectTimeout: configuration.connectTimeout,
                 maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
                 forceHTTP2PriorKnowledge: configuration.forceHTTP2PriorKnowledge,
-                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:))),
+                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:)), addressPolicy: configuration.addressPolicy),
             counters: counters,
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreamsPerConnection,
@@ -81,7 +81,7 @@ package final class HTTPClient: Sendable {
                     pingTimeout: configuration.pingTimeout,
                     tls: tls,
                     fallback: curl,
-                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
+                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }, addressPolicy: configuration.addressPolicy),
                 counters: counters)
         } catch {
             curl.beginShutdown()

@@ -20,6 +20,8 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case invalidRequest
         case invalidConfiguration
         case other
+        /// Every address of the host is refused by the client's `EndpointAddressPolicy`.
+        case addressNotAllowed
     }
 
     package let code: Code
@@ -69,6 +71,9 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
     package static let invalidConfiguration = HTTPClientError(.invalidConfiguration)
     /// Any other libcurl failure; `curlCode` and `detail` say which.
     package static let other = HTTPClientError(.other)
+    /// The host resolves only to addresses the client's `EndpointAddressPolicy` refuses
+    /// (loopback, private, link-local…): nothing was sent.
+    package static let addressNotAllowed = HTTPClientError(.addressNotAllowed)
 
     package var description: String {
         var text = summary
@@ -92,6 +97,7 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case .invalidRequest: "invalid request"
         case .invalidConfiguration: "invalid HTTP client configuration"
         case .other: "the HTTP transfer failed"
+        case .addressNotAllowed: "the host's addresses are not allowed (loopback, private or reserved network)"
         }
     }
 }

@@ -59,6 +59,9 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
     public static let invalidRequest = PushDeliveryReason(rawValue: "invalid_request")
     public static let invalidConfiguration = PushDeliveryReason(rawValue: "invalid_configuration")
     public static let networkError = PushDeliveryReason(rawValue: "network_error")
+    /// A Web Push endpoint whose host resolves only to loopback, private, link-local or other
+    /// refused addresses (server-side request forgery): nothing was sent, the subscription kept.
+    public static let endpointNotAllowed = PushDeliveryReason(rawValue: "endpoint_not_allowed")
 
     // Answers that prove a token dead (the outcome is `invalid` and the registration pruned).
 

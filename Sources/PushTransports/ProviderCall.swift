@@ -145,6 +145,7 @@ extension HTTPClientError {
         case .invalidRequest: .unanswered(.invalidRequest, retryable: false)
         case .invalidConfiguration: .unanswered(.invalidConfiguration, retryable: false)
         case .other: .unanswered(.networkError, retryable: false)
+        case .addressNotAllowed: .unanswered(.endpointNotAllowed, retryable: false)
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import PushEnvelope
 import PushSync
 import PushTestSupport
-import PushTransports
+import PushProviders
 import Testing
 
 @testable import PushNative
@@ -105,11 +105,11 @@ import Testing
         let now = Locked<Int64>(1_800_000_000)
     }
 
-    @Test func theJWTVerifiesWithThePublicKeyAndIsCachedPerOrigin() throws {
+    @Test func theJWTVerifiesWithThePublicKeyAndIsCachedPerOrigin() async throws {
         let key = try WebPushP256Key.generate()
         let clock = Clock()
         let vapid = WebPushVAPID(keyPair: key, subject: "mailto:ops@example.com", now: { clock.now.withLock { $0 } })
-        let header = try vapid.authorization(origin: "https://push.example.net")
+        let header = try await vapid.authorization(origin: "https://push.example.net")
         #expect(header.hasPrefix("vapid t=") && header.hasSuffix(", k=" + vapid.publicKey))
         let token = String(header.dropFirst(8).prefix { $0 != "," })
         let pem = try #require(WebPushTestBrowser.publicKeyPEM(vapidPublicKey: vapid.publicKey))
@@ -121,13 +121,15 @@ import Testing
         #expect(String(decoding: JWTVerifier.base64URLDecode(String(token.prefix { $0 != "." })) ?? [], as: UTF8.self) == #"{"typ":"JWT","alg":"ES256"}"#)
         // Cached per origin until within an hour of expiry.
         clock.now.withLock { $0 += 10 * 3600 }
-        #expect(try vapid.authorization(origin: "https://push.example.net") == header)
-        #expect(vapid.mintCount == 1)
-        _ = try vapid.authorization(origin: "https://other.example.net")
-        #expect(vapid.mintCount == 2)
+        let again = try await vapid.authorization(origin: "https://push.example.net")
+        #expect(again == header)
+        #expect(await vapid.mintCount == 1)
+        _ = try await vapid.authorization(origin: "https://other.example.net")
+        #expect(await vapid.mintCount == 2)
         clock.now.withLock { $0 += 3600 + 1 }
-        #expect(try vapid.authorization(origin: "https://push.example.net") != header)
-        #expect(vapid.mintCount == 3)
+        let renewed = try await vapid.authorization(origin: "https://push.example.net")
+        #expect(renewed != header)
+        #expect(await vapid.mintCount == 3)
         let scalar = try #require(key.privateScalar())
         #expect(!"\(vapid)".contains(Base64.urlEncodeUnpadded(scalar)))
         #expect(!"\(key)".contains(Base64.urlEncodeUnpadded(scalar)))

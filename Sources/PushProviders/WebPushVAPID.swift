@@ -1,11 +1,11 @@
 package import PushEnvelope
-import PushSync
 
 /// The application server's identity towards Web Push services (RFC 8292): the VAPID key pair
 /// and subject, and the `Authorization: vapid t=…, k=…` header, whose ES256 JWT is minted per
 /// push-service origin (`aud`) for 12 hours and reused until it is within an hour of expiry.
-/// Holds a private key: `description` never shows it.
-package final class WebPushVAPID: Sendable, CustomStringConvertible {
+/// Holds a private key: `description` never shows it. An actor: signing never suspends, so
+/// concurrent sends to one origin mint once.
+package actor WebPushVAPID: CustomStringConvertible {
     /// How long a token is valid (RFC 8292 allows at most 24 hours; the `web-push` package's 12).
     package static let lifetime: Int64 = 12 * 3600
     /// A cached token is replaced once it is this close to expiry.
@@ -14,13 +14,13 @@ package final class WebPushVAPID: Sendable, CustomStringConvertible {
     static let cacheLimit = 256
 
     /// The public key, URL-safe base64 without padding, as browsers subscribe with it.
-    package let publicKey: String
-    package let subject: String
+    package nonisolated let publicKey: String
+    package nonisolated let subject: String
     private let signer: JWTSigningKey
     private let now: @Sendable () -> Int64
-    private let cache = Locked<[String: (header: String, expires: Int64)]>([:])
+    private var cache: [String: (header: String, expires: Int64)] = [:]
     /// Tokens minted (for tests).
-    private let mints = Locked<Int>(0)
+    package private(set) var mintCount = 0
 
     /// - Parameter now: seconds since 1970.
     package init(keyPair: WebPushP256Key, subject: String, now: @escaping @Sendable () -> Int64 = { Int64(WallClock.seconds()) }) {
@@ -30,14 +30,12 @@ package final class WebPushVAPID: Sendable, CustomStringConvertible {
         self.now = now
     }
 
-    package var description: String { "WebPushVAPID(\(publicKey), \(subject), private key redacted)" }
-
-    package var mintCount: Int { mints.withLock { $0 } }
+    package nonisolated var description: String { "WebPushVAPID(\(publicKey), \(subject), private key redacted)" }
 
     /// The `Authorization` header value for a push service `origin` (`https://host[:port]`).
     package func authorization(origin: String) throws(PushCredentialError) -> String {
         let time = now()
-        if let cached = cache.withLock({ $0[origin] }), cached.expires - time > Self.renewBefore {
+        if let cached = cache[origin], cached.expires - time > Self.renewBefore {
             return cached.header
         }
         let expires = time + Self.lifetime
@@ -47,17 +45,15 @@ package final class WebPushVAPID: Sendable, CustomStringConvertible {
         let signingInput = header + "." + Base64.urlEncodeUnpadded(Array(claims.javaScriptString.utf8))
         let signature = try signer.sign(Array(signingInput.utf8))
         let value = "vapid t=\(signingInput).\(Base64.urlEncodeUnpadded(signature)), k=\(publicKey)"
-        cache.withLock { cache in
-            if cache.count >= Self.cacheLimit { cache.removeAll() }
-            cache[origin] = (value, expires)
-        }
-        mints.withLock { $0 += 1 }
+        if cache.count >= Self.cacheLimit { cache.removeAll() }
+        cache[origin] = (value, expires)
+        mintCount += 1
         return value
     }
 
     /// Whether `subject` is what push services accept (Apple refuses others with
     /// `BadJwtToken`): a `mailto:` address or an `https:` URL with a host.
-    package static func isValidSubject(_ subject: String) -> Bool {
+    package nonisolated static func isValidSubject(_ subject: String) -> Bool {
         let lower = subject.lowercased()
         guard subject.utf8.count <= 1024, subject.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
         if lower.hasPrefix("mailto:") {
