@@ -62,6 +62,8 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
     /// A Web Push endpoint whose host resolves only to loopback, private, link-local or other
     /// refused addresses (server-side request forgery): nothing was sent, the subscription kept.
     public static let endpointNotAllowed = PushDeliveryReason(rawValue: "endpoint_not_allowed")
+    /// A Web Push service's 404 or 410: the subscription expired or was withdrawn; it is removed.
+    public static let subscriptionGone = PushDeliveryReason(rawValue: "subscription_gone")
 
     // Answers that prove a token dead (the outcome is `invalid` and the registration pruned).
 
@@ -100,6 +102,8 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
 /// Which way out a delivery took: what reports, logs and metrics call a transport.
 public enum PushTransportName: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case relay, apns, fcm
+    /// Web Push (RFC 8030) to a browser's push service.
+    case webpush
     /// Skipped before a transport was chosen (the channel is off).
     case none
     public var description: String { rawValue }

@@ -247,7 +247,7 @@ import PushEnvelope
         let fixture = try ConfigFixture()
         fixture.environment["HAPI_ANDROID_PUSH"] = "bogus"
         let json = try fixture.load().jsonValue
-        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "settings", "diagnostics"])
+        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "webPush", "settings", "diagnostics"])
         #expect(json["registry"]?["store"] == "sqlite")
         #expect(Set(try #require(json["android"]?.objectValue).map(\.key)) == ["mode", "transport", "reason"])
         #expect(json["ios"]?["transport"] == "relay")
