@@ -27,6 +27,10 @@
 @_exported public import class DeviceRegistry.SQLitePushDeviceStore
 @_exported public import class DeviceRegistry.InMemoryPushDeviceStore
 @_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
+// Web Push subscriptions (the JavaScript hub's push_subscriptions) and their routes.
+@_exported public import struct DeviceRegistry.PushWebSubscription
+@_exported public import protocol DeviceRegistry.PushWebSubscriptionStore
+@_exported public import struct DeviceRegistry.PushWebSubscriptions
 
 // PushProviders and PushTransports: credentials, outcomes and reasons, the retry policy, and
 // the logger hook.

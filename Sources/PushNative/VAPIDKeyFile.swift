@@ -1,21 +1,21 @@
-import PushEnvelope
+package import PushEnvelope
 
 /// The VAPID pair in settings.json, key `vapidKeys`, in the `web-push` package's format
 /// (`{"publicKey","privateKey"}`, URL-safe base64 without padding of the 65-byte point and the
 /// 32-byte scalar), shared with the JavaScript hub: an existing pair is read and never
 /// replaced (every browser subscribed with its public key); a missing one is generated and
 /// saved on first use. Failing to save is a warning: this run uses the new pair.
-enum VAPIDKeyFile {
-    struct Loaded {
-        let keyPair: WebPushP256Key?
+package enum VAPIDKeyFile {
+    package struct Loaded {
+        package let keyPair: WebPushP256Key?
         /// The pair was generated now.
-        let created: Bool
+        package let created: Bool
         /// For the operator (never holds key material).
-        let warning: String?
+        package let warning: String?
     }
 
     /// The pair in a `vapidKeys` member; nil unless both keys decode and belong together.
-    static func keyPair(from value: JSONValue) -> WebPushP256Key? {
+    package static func keyPair(from value: JSONValue) -> WebPushP256Key? {
         guard let publicText = value["publicKey"]?.stringValue, let privateText = value["privateKey"]?.stringValue,
             let point = Base64.urlDecode(publicText), let scalar = Base64.urlDecode(privateText)
         else { return nil }
@@ -23,7 +23,7 @@ enum VAPIDKeyFile {
     }
 
     /// Reads the pair, generating and saving one when settings.json has none.
-    static func loadOrCreate(_ file: SettingsFile?) -> Loaded {
+    package static func loadOrCreate(_ file: SettingsFile?) -> Loaded {
         guard let file else {
             return Loaded(keyPair: nil, created: false, warning: "no data directory for settings.json (set HAPI_HOME or HOME): Web Push is off")
         }
