@@ -82,7 +82,7 @@ enum WebPushCommand {
     /// The registry's database, which keeps the subscriptions.
     static func store(_ dataDirectory: String?) async throws -> any PushWebSubscriptionStore {
         guard let store = try await DevicesCommand.openStore(dataDirectory) as? any PushWebSubscriptionStore else {
-            throw CommandFailure("this registry keeps no Web Push subscriptions (PostgreSQL support is not built yet): use the SQLite registry")
+            throw CommandFailure("this registry keeps no Web Push subscriptions")
         }
         return store
     }

@@ -1,3 +1,4 @@
+import DeviceRegistryPostgres
 import Foundation
 import PushEnvelope
 import PushTestSupport
@@ -141,5 +142,20 @@ import Testing
         #expect(try await store.webSubscriptions(namespace: "ns").map(\.createdAt) == [2000, 1000])
         #expect(try await store.removeWebSubscription(namespace: "ns", endpoint: Self.endpoint))
         #expect(try await !store.removeWebSubscription(namespace: "ns", endpoint: Self.endpoint))
+    }
+
+    @Test func postgresKeepsSubscriptionsToo() async throws {
+        let store = try await PostgresPushDeviceStore.open(configuration: try freshPostgresTable())
+        let namespace = "ns-" + UUID().uuidString
+        let routes = PushWebSubscriptions(store: store, vapidPublicKey: "BPUB")
+        #expect(await routes.subscribe(namespace: namespace, body: Self.body()).status == 200)
+        try await store.addWebSubscription(namespace: namespace, endpoint: Self.endpoint + "2", p256dh: Self.p256dh, auth: Self.auth, now: Int64.max / 2)
+        #expect(try await store.webSubscriptions(namespace: namespace).map(\.endpoint) == [Self.endpoint + "2", Self.endpoint])
+        try await store.addWebSubscription(namespace: namespace, endpoint: Self.endpoint, p256dh: Self.p256dh, auth: Self.auth, now: Int64.max / 2 + 1)
+        #expect(try await store.webSubscriptions(namespace: namespace).map(\.endpoint) == [Self.endpoint, Self.endpoint + "2"])
+        #expect(await routes.unsubscribe(namespace: namespace, body: Array(#"{"endpoint":"\#(Self.endpoint)"}"#.utf8)).status == 200)
+        #expect(try await store.webSubscriptions(namespace: namespace).count == 1)
+        #expect(try await store.removeWebSubscription(namespace: namespace, endpoint: Self.endpoint + "2"))
+        #expect(await routes.subscribe(namespace: namespace, body: Array("{}".utf8)).status == 400)
     }
 }
