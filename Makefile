@@ -7,11 +7,13 @@ STRICT := -Xswiftc -warnings-as-errors
 BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libhiredis-dev pkg-config
 # Real servers the tests start: PostgreSQL (initdb/pg_ctl from the Debian package), Redis
 # (redis-server, with redis-cli from redis-tools for the tests' own checks), and Debian's stock
-# nghttpd (with openssl to make its certificates).
-TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl
+# nghttpd (with openssl to make its certificates); Debian's caddy in front of the relay (with curl
+# as the client, from chosen 127.x addresses); systemd-analyze for the relay's unit; tinyproxy,
+# the egress proxy the proxy tests go through, and socat, the TLS front that makes it an https:// proxy.
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl caddy curl systemd tinyproxy socat
 BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
 
-.PHONY: deps build test test-sanitize demo bench soak fuzz clean
+.PHONY: deps build test test-sanitize demo bench soak fuzz deploy-check clean
 
 deps:
 	@scripts/ensure-deps.sh $(BUILD_PACKAGES)
@@ -19,8 +21,10 @@ deps:
 build: deps
 	$(SWIFT) build $(STRICT)
 
+# First: a hub depending on PushNative with the PostgreSQL trait off plans no libpq (seconds).
 test:
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
+	@SWIFT="$(SWIFT)" scripts/check-embedding-without-postgres.sh
 	$(SWIFT) build --build-tests $(STRICT)
 	$(SWIFT) test --skip-build --no-parallel
 
@@ -42,6 +46,7 @@ bench:
 	@scripts/ensure-deps.sh $(BENCH_PACKAGES)
 	$(SWIFT) build -q -c release --product hapi-push-bench
 	$(SWIFT) build -q -c release --product hapi-push
+	$(SWIFT) build -q -c release --product hapi-push-relay
 	@"$$($(SWIFT) build -c release --show-bin-path)/hapi-push-bench" $(SECTIONS)
 
 # 500,000 device-sends (5,000 rounds x 100 devices) against the loopback stand-ins with injected
@@ -54,6 +59,12 @@ soak: deps
 # (default 150), seeds in Tests/Fuzz/corpus; see Tests/Fuzz/README.md.
 fuzz: deps
 	SWIFT="$(SWIFT)" scripts/fuzz.sh
+
+# deploy/Dockerfile's two stages built and run in two debootstrap roots (no container engine
+# needed; root, minutes: a release build): fails when a library is missing. See docs/relay.md.
+deploy-check:
+	@scripts/ensure-deps.sh debootstrap openssl
+	scripts/deploy-check.sh
 
 clean:
 	rm -rf .build

@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 /// Upcoming features that keep the public surface honest: C modules are imported
@@ -22,6 +22,12 @@ let package = Package(
         .executable(name: "hapi-push", targets: ["hapi-push"]),
         .executable(name: "hapi-push-relay", targets: ["hapi-push-relay"]),
         .executable(name: "hapi-push-demo", targets: ["hapi-push-demo"]),
+    ],
+    // PostgreSQL (libpq) for the registry. On by default (this package's products and tests use
+    // it); a hub on the SQLite default depends on us with `traits: []` and builds without libpq.
+    traits: [
+        .trait(name: "PostgreSQL", description: "The device registry on PostgreSQL (libpq): PostgresPushDeviceStore and HAPI_PUSH_DATABASE_URL"),
+        .default(enabledTraits: ["PostgreSQL"]),
     ],
     targets: [
         // C libraries, each behind a prefixed system-library module.
@@ -89,7 +95,10 @@ let package = Package(
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
             name: "PushNative",
-            dependencies: ["PushEnvelope", "PushSync", "DeviceRegistry", "DeviceRegistryPostgres", "PushHTTP", "PushProviders", "PushTransports"],
+            dependencies: [
+                "PushEnvelope", "PushSync", "DeviceRegistry", "PushHTTP", "PushProviders", "PushTransports",
+                .target(name: "DeviceRegistryPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: strictSettings),
         // The push relay service (beside PushNative, never depending on it) and its executable.
         .target(
@@ -108,7 +117,10 @@ let package = Package(
         // `make bench`: figures printed as ratios against a reference measured in the same run.
         .executableTarget(
             name: "hapi-push-bench",
-            dependencies: ["PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite", "CHapiPostgres"],
+            dependencies: [
+                "PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite",
+                "CHapiPostgres", "CHapiLinux",
+            ],
             swiftSettings: strictSettings),
 
         // `make soak`: 500,000 device-sends with injected faults; fails on unbounded growth or a lost registration.

@@ -36,4 +36,7 @@ typedef curl_socket_t (*hapi_curl_opensocket_callback)(void *clientp, curlsockty
 static inline CURLcode hapi_curl_easy_setopt_opensocket(CURL *h, hapi_curl_opensocket_callback cb) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb); }
 static inline curl_socket_t hapi_curl_socket_bad(void) { return CURL_SOCKET_BAD; }
 
+/* Added for proxy tunnels: CURLINFO_ACTIVESOCKET fills a curl_socket_t. */
+static inline CURLcode hapi_curl_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *v) { return curl_easy_getinfo(h, i, v); }
+
 #endif

@@ -9,6 +9,9 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <microhttpd.h>
 
 /* MHD_start_daemon, MHD_get_daemon_info and MHD_get_connection_info are variadic: Swift cannot
@@ -23,6 +26,9 @@ typedef struct hapi_mhd_config {
     unsigned int connection_limit;    /* MHD_OPTION_CONNECTION_LIMIT */
     unsigned int connection_timeout;  /* seconds of inactivity before a connection is closed */
     size_t memory_limit;              /* per-connection memory pool (request line, headers, buffers) */
+    unsigned int per_ip_limit;        /* MHD_OPTION_PER_IP_CONNECTION_LIMIT; 0: none */
+    MHD_NotifyConnectionCallback notify_connection; /* MHD_OPTION_NOTIFY_CONNECTION, or NULL */
+    void *notify_connection_cls;
 } hapi_mhd_config;
 
 static inline struct MHD_Daemon *hapi_mhd_start(const hapi_mhd_config *config, MHD_AccessHandlerCallback handler,
@@ -44,6 +50,10 @@ static inline struct MHD_Daemon *hapi_mhd_start(const hapi_mhd_config *config, M
                             MHD_OPTION_CONNECTION_LIMIT, config->connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, config->memory_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_limit,
+                            /* The last option: NULL ends the list early (no notifications). */
+                            (config->notify_connection != NULL ? MHD_OPTION_NOTIFY_CONNECTION : MHD_OPTION_END),
+                            config->notify_connection, config->notify_connection_cls,
                             MHD_OPTION_END);
 }
 
@@ -68,6 +78,62 @@ static inline bool hapi_mhd_client_address(struct MHD_Connection *connection, ch
         return inet_ntop(AF_INET6, v6, out, (socklen_t)length) != NULL;
     }
     return false;
+}
+
+/* The connection's socket, or -1. */
+static inline int hapi_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+/* Bytes the kernel has received on a TCP socket (tcpi_bytes_received of TCP_INFO, Linux 4.1+),
+   or -1. Lets a sweep see that a connection has begun a request before libmicrohttpd has a
+   whole request line to report. glibc's struct tcp_info stops before this field; the kernel's
+   layout is append-only ABI, where it sits at byte 128 (linux/tcp.h cannot be included beside
+   netinet/tcp.h). */
+static inline long long hapi_tcp_bytes_received(int fd) {
+    unsigned char info[256];
+    socklen_t length = sizeof(info);
+    memset(info, 0, sizeof(info));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 136) return -1;
+    uint64_t received;
+    memcpy(&received, info + 128, sizeof(received));
+    return (long long)(received & 0x7fffffffffffffffULL);
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline long long hapi_monotonic_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Which connection event libmicrohttpd reports (its enum is not imported by name). */
+static inline bool hapi_mhd_notify_started(enum MHD_ConnectionNotificationCode code) {
+    return code == MHD_CONNECTION_NOTIFY_STARTED;
+}
+static inline bool hapi_mhd_notify_closed(enum MHD_ConnectionNotificationCode code) {
+    return code == MHD_CONNECTION_NOTIFY_CLOSED;
+}
+
+/* Raises the soft RLIMIT_NOFILE to the hard one; returns the soft limit now in force (-1 if
+   unknown). */
+static inline long long hapi_raise_descriptor_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    if (limit.rlim_cur < limit.rlim_max) {
+        struct rlimit raised = limit;
+        raised.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+    }
+    return limit.rlim_cur == RLIM_INFINITY ? (long long)1 << 20 : (long long)limit.rlim_cur;
+}
+
+/* The soft RLIMIT_NOFILE (-1 if unknown). */
+static inline long long hapi_descriptor_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
+    return limit.rlim_cur == RLIM_INFINITY ? (long long)1 << 20 : (long long)limit.rlim_cur;
 }
 
 /* The first value of a request header (case-insensitive name), or NULL. */

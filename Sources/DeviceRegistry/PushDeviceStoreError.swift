@@ -3,7 +3,7 @@
 public struct PushDeviceStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     package enum Code: Sendable, Hashable {
         case notADatabase, incompatibleSchema, readOnly, cannotOpen, busy, corrupt, ioFailure, invalidTableName, failure
-        case unavailable, unknownOutcome, invalidDatabaseURL
+        case unavailable, unknownOutcome, invalidDatabaseURL, postgresNotBuilt
     }
 
     package let code: Code
@@ -45,6 +45,11 @@ public struct PushDeviceStoreError: Error, Sendable, Hashable, CustomStringConve
     public static let unknownOutcome = PushDeviceStoreError(.unknownOutcome, "device database write outcome unknown")
     /// `HAPI_PUSH_DATABASE_URL` (or a store's URL) is not a usable `postgres://` URL.
     public static let invalidDatabaseURL = PushDeviceStoreError(.invalidDatabaseURL, "invalid device database URL")
+
+    /// `HAPI_PUSH_DATABASE_URL` is set, but this build has no PostgreSQL registry (the package
+    /// trait `PostgreSQL` was off): the hub does not fall back to SQLite, which would split the
+    /// registry in two.
+    public static let postgresNotBuilt = PushDeviceStoreError(.postgresNotBuilt, "this build has no PostgreSQL registry")
 
     package func with(_ message: String) -> PushDeviceStoreError { PushDeviceStoreError(code, message) }
 }

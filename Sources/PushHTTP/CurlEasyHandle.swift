@@ -94,15 +94,8 @@ final class CurlEasyHandle {
         try set(CURLOPT_URL, string: request.url)
         try set(CURLOPT_PROTOCOLS_STR, string: "http,https")
         try set(CURLOPT_NOSIGNAL, 1)
-        let h2c = !transfer.isHTTPS && settings.forceHTTP2PriorKnowledge
-        if h2c && settings.h2cReuseBroken {
-            // One connection per request: neither take an existing one nor leave this one behind.
-            try set(CURLOPT_FRESH_CONNECT, 1)
-            try set(CURLOPT_FORBID_REUSE, 1)
-        } else {
-            // Wait for the first connection's ALPN answer instead of opening one per request.
-            try set(CURLOPT_PIPEWAIT, 1)
-        }
+        // Wait for the first connection's ALPN answer instead of opening one per request.
+        try set(CURLOPT_PIPEWAIT, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
         if settings.addressPolicy == .publicOnly {
             // libcurl resolves on its own: judge each address right before its socket is made.
@@ -118,14 +111,9 @@ final class CurlEasyHandle {
         }
         try set(CURLOPT_TIMEOUT_MS, timeout.curlMilliseconds)
         try set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.curlMilliseconds)
-        let version: Int
-        if transfer.isHTTPS {
-            version = Int(CURL_HTTP_VERSION_2TLS)
-        } else if h2c {
-            version = Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
-        } else {
-            version = Int(CURL_HTTP_VERSION_1_1)
-        }
+        // h2c never comes here (the HTTP/2 engine serves it); an https origin lands here only
+        // once its ALPN chose HTTP/1.1, but libcurl may still find h2 on a later connection.
+        let version = transfer.isHTTPS ? Int(CURL_HTTP_VERSION_2TLS) : Int(CURL_HTTP_VERSION_1_1)
         try set(CURLOPT_HTTP_VERSION, version)
         // Stop before reading a body whose announced length is already too large (not for HEAD,
         // whose content-length describes a body that never comes).
@@ -137,6 +125,10 @@ final class CurlEasyHandle {
         }
         if let trustStore = settings.trustStore {
             try check(trustStore.apply(to: raw), "CURLOPT_CAINFO_BLOB")
+            if transfer.proxy?.isTLS == true { try check(trustStore.apply(to: raw, option: CURLOPT_PROXY_CAINFO_BLOB), "CURLOPT_PROXY_CAINFO_BLOB") }
+        }
+        guard ProxyTunnel.configure(raw, for: transfer.proxy) else {
+            throw HTTPClientError(.invalidConfiguration, detail: "libcurl refused the proxy options")
         }
 
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -295,6 +287,11 @@ final class CurlEasyHandle {
     /// The failed attempt as a typed error. Its detail is `curl_easy_strerror`, then libcurl's
     /// error buffer, which names hosts and ports, never request headers or bodies.
     func error(for code: CURLcode) -> HTTPClientError {
+        if let proxy = transfer.proxy {
+            var status = 0
+            _ = hapi_curl_easy_getinfo_long(raw, CURLINFO_HTTP_CONNECTCODE, &status)
+            if let refusal = ProxyTunnel.proxyAnswer(status: status, proxy: proxy) { return refusal }
+        }
         let buffer = String(cString: errorBuffer)
         let summary = Self.text(of: code)
         let text = buffer.isEmpty || buffer == summary ? summary : "\(summary) (\(buffer))"

@@ -25,12 +25,8 @@ final class CurlMultiLoop: Sendable {
     struct Settings: Sendable {
         var connectTimeout: Duration
         var maximumResponseBodyBytes: Int
-        var forceHTTP2PriorKnowledge: Bool
         var trustStore: CurlTrustStore?
         var addressPolicy: EndpointAddressPolicy = .any
-        /// libcurl before 8.0.0 cannot reuse an h2c prior-knowledge connection: the second
-        /// request on it fails with CURLE_HTTP2 (curl issue #10634, fixed by PR #10643).
-        var h2cReuseBroken = false
     }
 
     private enum Phase: Sendable {
@@ -79,8 +75,6 @@ final class CurlMultiLoop: Sendable {
         guard let info = hapi_curl_version_info(), info.pointee.version_num >= 0x07_55_00 else {
             throw HTTPClientError(.invalidConfiguration, detail: "libcurl 7.85.0 or later is required")
         }
-        var settings = settings
-        settings.h2cReuseBroken = info.pointee.version_num < 0x08_00_00
         guard let multi = curl_multi_init() else {
             throw HTTPClientError(.other, detail: "curl_multi_init failed (out of memory)")
         }
@@ -241,7 +235,7 @@ final class CurlMultiLoop: Sendable {
     private func add(_ transfer: HTTPTransfer, stopping: Bool, into registry: inout Registry) {
         if stopping {
             transfer.abort(with: .shutdown)
-        } else if let attempt = transfer.willAddToMulti() {
+        } else if let attempt = transfer.willStartAttempt() {
             launch(transfer, attempt: attempt, into: &registry)
         }
     }

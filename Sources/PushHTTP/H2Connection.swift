@@ -12,6 +12,8 @@ import Glibc
 final class H2Connection {
     enum State {
         case resolving
+        /// Asking the proxy for a tunnel (libcurl, on a resolver thread).
+        case tunnelling
         case connecting
         case handshaking
         case open
@@ -29,6 +31,13 @@ final class H2Connection {
     private var addresses: [SocketAddress] = []
     private var nextAddress = 0
     private var lastConnectError: String = "no address tried"
+    /// Sockets still connecting (Happy Eyeballs), and when the next address is due.
+    private var attempts: [Int32] = []
+    private var nextAttemptAt: ContinuousClock.Instant?
+    /// The proxy tunnel that owns `fd` (libcurl closes it), nil for a direct connection.
+    private var tunnel: ProxyTunnel?
+    /// RFC 8305's recommended Connection Attempt Delay.
+    static let attemptDelay: Duration = .milliseconds(250)
     /// The epoll events registered for `fd`.
     private var interest: UInt32 = 0
 
@@ -66,7 +75,7 @@ final class H2Connection {
     /// Not yet known to be usable at full width: connecting, or open without the server's SETTINGS.
     var isEstablishing: Bool {
         switch state {
-        case .resolving, .connecting, .handshaking: return true
+        case .resolving, .tunnelling, .connecting, .handshaking: return true
         case .open: return !settingsReceived
         case .closed: return false
         }
@@ -80,8 +89,18 @@ final class H2Connection {
 
     // MARK: - Connecting
 
-    /// Resolves (on a thread of its own for a name) and connects.
+    /// Resolves (on the resolver's threads for a name) and connects.
     func start() {
+        if let proxy = origin.proxy {
+            // The proxy resolves the origin's name: we never look it up.
+            state = .tunnelling
+            let loopHandle = loop.handle
+            let id = self.id
+            loop.settings.resolver.openTunnel(through: proxy, to: origin.key, timeout: loop.now.duration(to: connectDeadline)) { result in
+                _ = loopHandle.enqueue(.tunnelled(connection: id, result))  // refused at shutdown: the tunnel is released
+            }
+            return
+        }
         let host = origin.key.host
         if origin.key.hostIsNumeric {
             resolved(SocketAddress.resolve(host: host, port: origin.key.port, numericOnly: true))
@@ -90,11 +109,8 @@ final class H2Connection {
         state = .resolving
         let loopHandle = loop.handle
         let id = self.id
-        let started = SocketAddress.resolveInBackground(host: host, port: origin.key.port) { result in
+        loop.settings.resolver.resolve(host: host, port: origin.key.port) { result in
             _ = loopHandle.enqueue(.resolved(connection: id, result))
-        }
-        if !started {
-            loop.connectionFailed(self, HTTPClientError(.other, detail: "cannot start a resolver thread"))
         }
     }
 
@@ -110,11 +126,36 @@ final class H2Connection {
                 loop.connectionFailed(self, HTTPClientError(.addressNotAllowed, detail: "\(origin.key.authority) resolves only to refused addresses"))
                 return
             }
-            connectNextAddress()
+            state = .connecting
+            startNextAttempt()
         }
     }
 
-    private func connectNextAddress() {
+    /// The proxy's tunnel is up (or failed): TLS to the origin over it, exactly as direct.
+    func tunnelled(_ result: Result<ProxyTunnel, HTTPClientError>) {
+        guard state == .tunnelling else { return }
+        switch result {
+        case .failure(let error):
+            loop.connectionFailed(self, error)
+        case .success(let tunnel):
+            self.tunnel = tunnel
+            fd = tunnel.socket
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            state = .connecting
+            if origin.key.isTLS {
+                beginTLS()
+            } else {
+                openSession()
+            }
+        }
+    }
+
+    /// Happy Eyeballs (RFC 8305, its simple form): one attempt per address in the interleaved
+    /// order, the next started when the previous has not connected within
+    /// `attemptDelay` (or at once when it failed); the first to connect wins, the rest are
+    /// closed. Every attempt's socket is registered under this connection's id.
+    private func startNextAttempt() {
         while nextAddress < addresses.count {
             let address = addresses[nextAddress]
             nextAddress += 1
@@ -129,39 +170,79 @@ final class H2Connection {
             let rc = address.bytes.withUnsafeBytes { raw in
                 connect(socketFD, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
             }
-            if rc == 0 || errno == EINPROGRESS {
-                fd = socketFD
-                state = .connecting
-                guard register(UInt32(HAPI_EPOLL_OUT)) else { return }
-                return
+            guard rc == 0 || errno == EINPROGRESS else {
+                lastConnectError = String(cString: strerror(errno))
+                Glibc.close(socketFD)
+                continue
             }
-            lastConnectError = String(cString: strerror(errno))
-            Glibc.close(socketFD)
+            guard hapi_epoll_set(loop.epollFD, socketFD, UInt32(HAPI_EPOLL_OUT), id, 1) == 0 else {
+                lastConnectError = "epoll_ctl: \(String(cString: strerror(errno)))"
+                Glibc.close(socketFD)
+                continue
+            }
+            attempts.append(socketFD)
+            nextAttemptAt = nextAddress < addresses.count ? loop.now + H2Connection.attemptDelay : nil
+            return
         }
-        loop.connectionFailed(
-            self, HTTPClientError(.connectionRefused, detail: "could not connect to \(origin.key.authority): \(lastConnectError)"))
+        nextAttemptAt = nil
+        if attempts.isEmpty {
+            loop.connectionFailed(
+                self, HTTPClientError(.connectionRefused, detail: "could not connect to \(origin.key.authority): \(lastConnectError)"))
+        }
+    }
+
+    /// The sweep's tick while connecting: the next address's turn has come.
+    func connectTimerFired(now: ContinuousClock.Instant) {
+        guard state == .connecting, let due = nextAttemptAt, now >= due else { return }
+        startNextAttempt()
+    }
+
+    /// Some attempt's socket is ready: keep the first that connected, drop those that failed.
+    private func attemptsReady() {
+        var pollSet = attempts.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
+        guard poll(&pollSet, nfds_t(pollSet.count), 0) > 0 else { return }
+        var winner: Int32?
+        for entry in pollSet where entry.revents != 0 {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            _ = getsockopt(entry.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error == 0, winner == nil, entry.revents & Int16(POLLOUT) != 0 {
+                winner = entry.fd
+            } else if error != 0 || entry.revents & Int16(POLLERR | POLLHUP) != 0 {
+                lastConnectError = String(cString: strerror(error != 0 ? error : ECONNREFUSED))
+                closeAttempt(entry.fd)
+            }
+        }
+        guard let winner else {
+            // Every attempt so far failed: the next address now, not after the delay.
+            if attempts.isEmpty { startNextAttempt() }
+            return
+        }
+        for other in attempts where other != winner { closeAttempt(other) }
+        attempts = []
+        nextAttemptAt = nil
+        fd = winner
+        interest = UInt32(HAPI_EPOLL_OUT)
+        if origin.key.isTLS {
+            beginTLS()
+        } else {
+            openSession()
+        }
+    }
+
+    private func closeAttempt(_ socketFD: Int32) {
+        _ = hapi_epoll_remove(loop.epollFD, socketFD)
+        Glibc.close(socketFD)
+        attempts.removeAll { $0 == socketFD }
     }
 
     /// The socket reported readiness.
     func handle(events: UInt32) {
         switch state {
-        case .resolving, .closed:
+        case .resolving, .tunnelling, .closed:
             return
         case .connecting:
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-            if error != 0 {
-                lastConnectError = String(cString: strerror(error))
-                unregisterAndClose()
-                connectNextAddress()
-                return
-            }
-            if origin.key.isTLS {
-                beginTLS()
-            } else {
-                openSession()
-            }
+            attemptsReady()
         case .handshaking:
             handshake()
         case .open:
@@ -484,10 +565,16 @@ final class H2Connection {
     }
 
     private func unregisterAndClose() {
+        for attempt in attempts {
+            _ = hapi_epoll_remove(loop.epollFD, attempt)
+            Glibc.close(attempt)
+        }
+        attempts = []
         if fd >= 0 {
             if interest != 0 { _ = hapi_epoll_remove(loop.epollFD, fd) }
-            Glibc.close(fd)
+            if tunnel == nil { Glibc.close(fd) }
         }
+        tunnel = nil
         fd = -1
         interest = 0
     }

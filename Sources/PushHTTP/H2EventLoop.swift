@@ -12,6 +12,7 @@ final class H2EventLoop: Sendable {
         case submit([HTTPTransfer])
         case cancel(HTTPTransfer)
         case resolved(connection: UInt64, Result<[SocketAddress], HTTPClientError>)
+        case tunnelled(connection: UInt64, Result<ProxyTunnel, HTTPClientError>)
     }
 
     struct Settings: Sendable {
@@ -24,6 +25,8 @@ final class H2EventLoop: Sendable {
         /// A PING unanswered for this long means the connection is dead.
         var pingTimeout: Duration
         var tls: TLSClientContext
+        /// Where host names are looked up (never on the loop thread).
+        var resolver: HTTPResolver
         /// Where requests to an origin that does not negotiate `h2` go.
         var fallback: CurlMultiLoop
         /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.
@@ -216,8 +219,13 @@ struct H2PendingQueue {
 /// One origin's connections and queue. Loop thread only.
 final class H2Origin {
     let key: HTTPOrigin
+    /// The `http://` proxy its connections tunnel through, nil for direct.
+    let proxy: HTTPProxy?
     var connections: [H2Connection] = []
     var pending = H2PendingQueue()
 
-    init(key: HTTPOrigin) { self.key = key }
+    init(key: HTTPOrigin, proxy: HTTPProxy?) {
+        self.key = key
+        self.proxy = proxy
+    }
 }

@@ -122,7 +122,7 @@ final class H2Loop {
                 if let existing = origins[key] {
                     origin = existing
                 } else {
-                    origin = H2Origin(key: key)
+                    origin = H2Origin(key: key, proxy: transfer.proxy)
                     origins[key] = origin
                 }
                 origin.pending.append(.init(transfer: transfer, attempt: nil))
@@ -136,6 +136,9 @@ final class H2Loop {
             transfer.abort(with: .cancelled)
         case .resolved(let id, let result):
             connections[id]?.resolved(result)
+        case .tunnelled(let id, let result):
+            // A tunnel for a connection already gone is released here (its socket closed).
+            connections[id]?.tunnelled(result)
         }
     }
 
@@ -151,7 +154,7 @@ final class H2Loop {
                 guard entry.transfer.isRunning(attempt: retry) else { continue }
                 attempt = retry
             } else {
-                guard let first = entry.transfer.willAddToMulti() else { continue }
+                guard let first = entry.transfer.willStartAttempt() else { continue }
                 attempt = first
             }
             if entry.transfer.remainingTime <= .zero {
@@ -357,11 +360,22 @@ final class H2Loop {
         }
         for connection in connections.values {
             switch connection.state {
-            case .resolving, .connecting, .handshaking:
-                if connection.isEstablishing, now >= connection.connectDeadline {
+            case .resolving:
+                // The lookup's deadline is the connection's: a resolver that does not answer
+                // in time is a DNS failure (the late answer is dropped).
+                if now >= connection.connectDeadline {
+                    connectionFailed(
+                        connection,
+                        HTTPClientError(
+                            .dnsFailure, detail: "looking up \(connection.origin.key.host) did not finish within the connect timeout"))
+                }
+            case .tunnelling, .connecting, .handshaking:
+                if now >= connection.connectDeadline {
                     connectionFailed(
                         connection,
                         HTTPClientError(.timeout, detail: "connecting to \(connection.origin.key.authority) timed out"))
+                } else {
+                    connection.connectTimerFired(now: now)
                 }
             case .open:
                 for exchange in connection.streams.values where !exchange.finished && exchange.transfer.deadline <= now {

@@ -11,19 +11,20 @@ extension HTTPClient {
         /// APNs, FCM and relay answers are a few hundred bytes.
         package var maximumResponseBodyBytes: Int
         /// A PEM file of one or more CA certificates trusted *in addition to* the system trust
-        /// store (libcurl's built-in bundle), e.g. the private CA of a self-hosted relay. Read
+        /// store, e.g. the private CA of a self-hosted relay. Read
         /// once, when the client is created.
         package var additionalTrustedCAFile: String?
         /// Speak HTTP/2 without upgrade to `http://` URLs (h2c, prior knowledge). `https://`
         /// URLs always negotiate HTTP/2 by ALPN, falling back to HTTP/1.1.
         package var forceHTTP2PriorKnowledge: Bool
-        /// Connections to one host (`CURLMOPT_MAX_HOST_CONNECTIONS`); requests beyond them
-        /// and beyond their streams wait, in order. 0 = unlimited.
+        /// Connections to one origin, in either engine; requests beyond them and beyond their
+        /// streams wait, in order. 0 = unlimited for libcurl, 1 for the HTTP/2 engine.
         package var maximumConnectionsPerHost: Int
-        /// Concurrent HTTP/2 streams this client opens on one connection
-        /// (`CURLMOPT_MAX_CONCURRENT_STREAMS`); the server's own limit applies too.
+        /// Concurrent HTTP/2 streams this client opens on one connection, in either engine;
+        /// the server's own SETTINGS_MAX_CONCURRENT_STREAMS applies too.
         package var maximumConcurrentStreamsPerConnection: Int
-        /// Idle connections kept for reuse by libcurl (`CURLMOPT_MAXCONNECTS`).
+        /// Idle connections libcurl keeps for reuse (HTTP/1.1 origins only; the HTTP/2 engine
+        /// keeps its connections open, probed with PING).
         package var maximumCachedConnections: Int
         /// An HTTP/2 connection that has received nothing for this long is sent a PING, so a
         /// connection that died silently (a NAT that forgot it, a server that hung) is found
@@ -33,6 +34,12 @@ extension HTTPClient {
         package var pingTimeout: Duration
         /// Which resolved addresses connections may go to; checked on the address connected to.
         package var addressPolicy: EndpointAddressPolicy = .any
+        /// Tests only: answers host-name lookups of the HTTP/2 engine without DNS (numeric
+        /// addresses in order, `[]` for a name that does not resolve, nil to ask the system).
+        package var resolverOverride: (@Sendable (_ host: String) -> [String]?)? = nil
+        /// The egress proxy per origin: the environment (`HTTPS_PROXY`, `NO_PROXY`, …) unless
+        /// settings override it. Both engines follow the same decision.
+        package var proxy: HTTPProxyConfiguration
 
         package init(
             requestTimeout: Duration = .seconds(10),
@@ -44,8 +51,10 @@ extension HTTPClient {
             maximumConcurrentStreamsPerConnection: Int = 100,
             maximumCachedConnections: Int = 16,
             pingInterval: Duration = .seconds(60),
-            pingTimeout: Duration = .seconds(5)
+            pingTimeout: Duration = .seconds(5),
+            proxy: HTTPProxyConfiguration = HTTPProxyConfiguration()
         ) {
+            self.proxy = proxy
             self.requestTimeout = requestTimeout
             self.connectTimeout = connectTimeout
             self.maximumResponseBodyBytes = maximumResponseBodyBytes
@@ -58,7 +67,7 @@ extension HTTPClient {
             self.pingTimeout = pingTimeout
         }
 
-        /// Rejects values libcurl would misread.
+        /// Rejects values either engine would misread.
         package func validated() throws(HTTPClientError) -> Configuration {
             func positive(_ d: Duration, _ name: String) throws(HTTPClientError) {
                 if d <= .zero { throw HTTPClientError(.invalidConfiguration, detail: "\(name) must be positive") }
@@ -67,6 +76,15 @@ extension HTTPClient {
             try positive(connectTimeout, "connectTimeout")
             try positive(pingInterval, "pingInterval")
             try positive(pingTimeout, "pingTimeout")
+            // A proxy the operator set must parse; the environment's is checked per origin
+            // (requests fail with its error rather than bypass it).
+            if let url = proxy.httpsProxy, !url.trimmingASCIIWhitespace().isEmpty {
+                do throws(HTTPClientError) {
+                    _ = try HTTPProxy(url: url)
+                } catch {
+                    throw HTTPClientError(.invalidConfiguration, detail: "httpsProxy: \(error.detail ?? "invalid proxy URL")")
+                }
+            }
             if maximumResponseBodyBytes < 0 {
                 throw HTTPClientError(.invalidConfiguration, detail: "maximumResponseBodyBytes must not be negative")
             }

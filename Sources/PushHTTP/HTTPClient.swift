@@ -32,6 +32,8 @@ package final class HTTPClient: Sendable {
         package var retriesPerformed: Int
         /// HTTP/2 connections of the nghttp2 engine open now.
         package var openHTTP2Connections: Int
+        /// Host names the HTTP/2 engine looked up (libcurl and proxies resolve their own).
+        package var hostLookups: Int = 0
     }
 
     /// One request's result in a batch, and how long it took from submission.
@@ -46,6 +48,8 @@ package final class HTTPClient: Sendable {
     let counters = HTTPCounters()
     /// Origins whose TLS handshake chose HTTP/1.1: straight to libcurl from now on.
     private let originsWithoutHTTP2: Locked<Set<HTTPOrigin>>
+    /// Each origin's proxy decision, made once (bounded: cleared when full).
+    private let proxyRoutes = Locked<[HTTPOrigin: HTTPProxyRoute]>([:])
 
     /// Starts the client's threads.
     ///
@@ -54,15 +58,15 @@ package final class HTTPClient: Sendable {
     package init(configuration: Configuration = Configuration()) throws(HTTPClientError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
+        // Read once: the same bytes feed OpenSSL's store and libcurl's blob.
         let extraCA = try configuration.additionalTrustedCAFile.map { path throws(HTTPClientError) in
-            try CurlTrustStore.readAdditionalCAFile(path)
+            try HTTPTrustRoots.readAdditionalCAFile(path)
         }
         let tls = try TLSClientContext(additionalCAPEM: extraCA)
         curl = try CurlMultiLoop.start(
             settings: CurlMultiLoop.Settings(
                 connectTimeout: configuration.connectTimeout,
                 maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
-                forceHTTP2PriorKnowledge: configuration.forceHTTP2PriorKnowledge,
                 trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:)), addressPolicy: configuration.addressPolicy),
             counters: counters,
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
@@ -80,6 +84,7 @@ package final class HTTPClient: Sendable {
                     pingInterval: configuration.pingInterval,
                     pingTimeout: configuration.pingTimeout,
                     tls: tls,
+                    resolver: HTTPResolver(override: configuration.resolverOverride),
                     fallback: curl,
                     originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }, addressPolicy: configuration.addressPolicy),
                 counters: counters)
@@ -115,17 +120,38 @@ package final class HTTPClient: Sendable {
         transfers.reserveCapacity(requests.count)
         var refused: [(Int, HTTPClientError)] = []
         let learned = originsWithoutHTTP2.withLock { $0 }
+        var proxies = proxyRoutes.withLock { $0 }
+        var decided = false
         for (index, request) in requests.enumerated() {
             do throws(HTTPClientError) {
                 let route = try Self.validate(request)
-                let viaH2 = route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge
+                let proxyRoute: HTTPProxyRoute
+                if let known = proxies[route.origin] {
+                    proxyRoute = known
+                } else {
+                    proxyRoute = configuration.proxy.route(isTLS: route.origin.isTLS, host: route.origin.host, port: route.origin.port)
+                    proxies[route.origin] = proxyRoute
+                    decided = true
+                }
+                if case .invalid(let error) = proxyRoute { throw error }
+                let proxy = proxyRoute.proxy
+                // TLS inside TLS (an https:// proxy) is libcurl's to do.
+                let viaH2 =
+                    (route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge) && proxy?.isTLS != true
                 let deadline = now + (request.timeout ?? configuration.requestTimeout)
                 transfers.append(
                     HTTPTransfer(
-                        request: request, route: route, deadline: deadline, batch: batch, index: index,
+                        request: request, route: route, proxy: proxy, deadline: deadline, batch: batch, index: index,
                         engine: viaH2 ? .h2(h2) : .curl(curl)))
             } catch {
                 refused.append((index, error))
+            }
+        }
+        if decided {
+            let snapshot = proxies
+            proxyRoutes.withLock { routes in
+                if routes.count >= HTTPRoute.knownOriginLimit { routes.removeAll(keepingCapacity: true) }
+                routes.merge(snapshot) { old, _ in old }
             }
         }
         let h2 = self.h2
@@ -158,11 +184,18 @@ package final class HTTPClient: Sendable {
         await curl.shutdown()
     }
 
+    /// Where requests to `url` go: direct (and why) or through which proxy (password `***`).
+    package func proxyRoute(for url: String) throws(HTTPClientError) -> HTTPProxyRoute {
+        let origin = try HTTPRoute.parse(url).origin
+        return configuration.proxy.route(isTLS: origin.isTLS, host: origin.host, port: origin.port)
+    }
+
     package var statistics: Statistics {
         Statistics(
             requestsSent: counters.requestsSent.load(ordering: .relaxed),
             retriesPerformed: counters.retriesPerformed.load(ordering: .relaxed),
-            openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed))
+            openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed),
+            hostLookups: h2.settings.resolver.lookups.load(ordering: .relaxed))
     }
 
     /// Requests on the wire now: libcurl easy handles plus HTTP/2 streams (for leak tests).

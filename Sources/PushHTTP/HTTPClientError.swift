@@ -20,6 +20,9 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case invalidRequest
         case invalidConfiguration
         case other
+        // Egress proxies.
+        case proxyAuthRequired
+        case proxyRefused
         /// Every address of the host is refused by the client's `EndpointAddressPolicy`.
         case addressNotAllowed
     }
@@ -71,6 +74,12 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
     package static let invalidConfiguration = HTTPClientError(.invalidConfiguration)
     /// Any other libcurl failure; `curlCode` and `detail` say which.
     package static let other = HTTPClientError(.other)
+    /// The proxy answered CONNECT with 407: credentials missing or wrong. Nothing reached the
+    /// origin.
+    package static let proxyAuthRequired = HTTPClientError(.proxyAuthRequired)
+    /// The proxy refused CONNECT with another status (in `detail`), e.g. 403 for a port it
+    /// does not tunnel to. Nothing reached the origin.
+    package static let proxyRefused = HTTPClientError(.proxyRefused)
     /// The host resolves only to addresses the client's `EndpointAddressPolicy` refuses
     /// (loopback, private, link-local…): nothing was sent.
     package static let addressNotAllowed = HTTPClientError(.addressNotAllowed)
@@ -97,6 +106,8 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case .invalidRequest: "invalid request"
         case .invalidConfiguration: "invalid HTTP client configuration"
         case .other: "the HTTP transfer failed"
+        case .proxyAuthRequired: "the proxy wants (other) credentials"
+        case .proxyRefused: "the proxy refused the tunnel"
         case .addressNotAllowed: "the host's addresses are not allowed (loopback, private or reserved network)"
         }
     }

@@ -11,6 +11,8 @@ import PushSync
 final class HTTPTransfer: Sendable {
     let request: HTTPRequest
     let route: HTTPRoute
+    /// The proxy its connection goes through, nil for direct.
+    let proxy: HTTPProxy?
     let deadline: ContinuousClock.Instant
     let batch: HTTPBatch
     let index: Int
@@ -33,11 +35,12 @@ final class HTTPTransfer: Sendable {
     let initialEngine: Engine
 
     init(
-        request: HTTPRequest, route: HTTPRoute, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
+        request: HTTPRequest, route: HTTPRoute, proxy: HTTPProxy? = nil, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
         engine: Engine, maximumAttempts: Int = 2
     ) {
         self.request = request
         self.route = route
+        self.proxy = proxy
         self.deadline = deadline
         self.batch = batch
         self.index = index
@@ -90,10 +93,10 @@ final class HTTPTransfer: Sendable {
 
     /// Engine thread: the attempt to run now, or nil (and the slot filled if need be) when
     /// the transfer must not run.
-    func willAddToMulti() -> Int? {
-        let action = locked.withLock { $0.machine.willAddToMulti() }
+    func willStartAttempt() -> Int? {
+        let action = locked.withLock { $0.machine.willStartAttempt() }
         switch action {
-        case .add(let attempt):
+        case .start(let attempt):
             return attempt
         case .fail(let error):
             batch.complete(index, .failure(error))

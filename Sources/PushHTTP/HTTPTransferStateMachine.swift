@@ -3,7 +3,7 @@
 /// performs the actions it returns; exactly one action per transfer resumes the caller.
 ///
 /// ```
-/// initialized ──start──▶ queued(1) ──willAdd──▶ running(n) ──completed──▶ finished
+/// initialized ──start──▶ queued(1) ─willStart─▶ running(n) ──completed──▶ finished
 ///      │                    │                     │  ▲ └─ refused, n < max: retry ─┘
 ///    cancel               cancel                cancel
 ///      ▼                    ▼                     ▼
@@ -17,7 +17,7 @@ struct HTTPTransferStateMachine: Sendable {
         case cancelledBeforeStart
         /// In the loop's command queue.
         case queued(attempt: Int)
-        /// An easy handle for this attempt is on the multi handle.
+        /// An engine is running this attempt (a libcurl easy handle or an HTTP/2 stream).
         case running(attempt: Int)
         /// The task was cancelled; the loop has been asked to abort the transfer.
         case cancelling
@@ -38,12 +38,12 @@ struct HTTPTransferStateMachine: Sendable {
         case abort
     }
 
-    enum AddAction: Sendable, Equatable {
-        /// Put an easy handle for this attempt on the multi handle.
-        case add(attempt: Int)
-        /// Resume the caller with this error; add nothing.
+    enum AttemptAction: Sendable, Equatable {
+        /// Run this attempt (an easy handle, or a stream).
+        case start(attempt: Int)
+        /// Resume the caller with this error; start nothing.
         case fail(HTTPClientError)
-        /// Already finished: add nothing, resume nobody.
+        /// Already finished: start nothing, resume nobody.
         case drop
     }
 
@@ -105,11 +105,11 @@ struct HTTPTransferStateMachine: Sendable {
     }
 
     /// The loop picked the transfer from its queue.
-    mutating func willAddToMulti() -> AddAction {
+    mutating func willStartAttempt() -> AttemptAction {
         switch state {
         case .queued(let attempt):
             state = .running(attempt: attempt)
-            return .add(attempt: attempt)
+            return .start(attempt: attempt)
         case .cancelling:
             state = .finished
             return .fail(.cancelled)
@@ -118,7 +118,7 @@ struct HTTPTransferStateMachine: Sendable {
         }
     }
 
-    /// libcurl finished an attempt, or setting it up failed.
+    /// An engine finished an attempt, or setting it up failed.
     ///
     /// Cancelled meanwhile: a response still counts (the server answered); a failure becomes
     /// `.cancelled` because it may be the abort itself, and nothing is retried.

@@ -5,7 +5,7 @@ struct SocketAddress: Sendable {
     let family: Int32
     let bytes: [UInt8]
 
-    /// Resolves `host:port`. Blocking for a name (never call it on the loop thread then);
+    /// Resolves `host:port`. Blocking for a name (only on `HTTPResolver`'s threads then);
     /// immediate for a numeric address.
     static func resolve(host: String, port: Int, numericOnly: Bool) -> Result<[SocketAddress], HTTPClientError> {
         var hints = addrinfo()
@@ -34,36 +34,18 @@ struct SocketAddress: Sendable {
         return .success(addresses)
     }
 
-    /// Resolves a host name on a short-lived thread of its own (getaddrinfo blocks) and hands
-    /// the result to `deliver` on that thread.
-    static func resolveInBackground(
-        host: String, port: Int, deliver: @escaping @Sendable (Result<[SocketAddress], HTTPClientError>) -> Void
-    ) -> Bool {
-        final class Job: Sendable {
-            let host: String
-            let port: Int
-            let deliver: @Sendable (Result<[SocketAddress], HTTPClientError>) -> Void
-            init(host: String, port: Int, deliver: @escaping @Sendable (Result<[SocketAddress], HTTPClientError>) -> Void) {
-                self.host = host
-                self.port = port
-                self.deliver = deliver
-            }
+    /// The order to try addresses in (RFC 8305 §4): the resolver's first family first, then
+    /// the two families alternating, each in the resolver's order.
+    static func interleaved(_ addresses: [SocketAddress]) -> [SocketAddress] {
+        guard let first = addresses.first?.family else { return addresses }
+        let preferred = addresses.filter { $0.family == first }
+        let other = addresses.filter { $0.family != first }
+        var result: [SocketAddress] = []
+        result.reserveCapacity(addresses.count)
+        for index in 0..<max(preferred.count, other.count) {
+            if index < preferred.count { result.append(preferred[index]) }
+            if index < other.count { result.append(other[index]) }
         }
-        let context = Unmanaged.passRetained(Job(host: host, port: port, deliver: deliver)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(
-            &thread, nil,
-            { context in
-                guard let context else { return nil }
-                let job = Unmanaged<Job>.fromOpaque(context).takeRetainedValue()
-                job.deliver(SocketAddress.resolve(host: job.host, port: job.port, numericOnly: false))
-                return nil
-            }, context)
-        guard rc == 0 else {
-            Unmanaged<Job>.fromOpaque(context).release()
-            return false
-        }
-        pthread_detach(thread)
-        return true
+        return result
     }
 }

@@ -31,7 +31,7 @@ final class TLSClientContext: @unchecked Sendable {
         // directory, the bundle file itself.
         if let directory = Self.hashedCertificateDirectory() {
             if SSL_CTX_load_verify_locations(ctx, nil, directory) != 1 { ERR_clear_error() }
-        } else if let bundle = CurlTrustStore.systemBundlePath() {
+        } else if let bundle = HTTPTrustRoots.systemBundlePath() {
             if SSL_CTX_load_verify_locations(ctx, bundle, nil) != 1 { ERR_clear_error() }
         }
         if let pem = additionalCAPEM {

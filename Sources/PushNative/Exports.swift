@@ -26,7 +26,9 @@
 @_exported public import struct DeviceRegistry.PushRegistrationError
 @_exported public import class DeviceRegistry.SQLitePushDeviceStore
 @_exported public import class DeviceRegistry.InMemoryPushDeviceStore
+#if PostgreSQL  // the package trait, on by default; off, the hub builds without libpq
 @_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
+#endif
 // Web Push subscriptions (the JavaScript hub's push_subscriptions) and their routes.
 @_exported public import struct DeviceRegistry.PushWebSubscription
 @_exported public import protocol DeviceRegistry.PushWebSubscriptionStore

@@ -72,8 +72,9 @@ extension NativePush {
         public var concurrency: Concurrency
         /// Retries of transient answers (429, 5xx); none by default.
         public var retry: PushRetryPolicy
-        /// Devices planned, sealed and sent together: a larger namespace goes out in windows one
-        /// after another, bounding the envelopes and requests held at once.
+        /// At most this many deliveries per channel are sealed and unfinished at a time (also
+        /// capped by the transport's concurrency): the window refills as each delivery ends,
+        /// bounding the envelopes and requests held at once without waiting for the slowest.
         public var dispatchWindow: Int
 
         public init(

@@ -1,5 +1,7 @@
 import DeviceRegistry
+#if PostgreSQL
 import DeviceRegistryPostgres
+#endif
 import Foundation
 import PushEnvelope
 import PushHTTP
@@ -20,6 +22,25 @@ extension PushConfiguration {
     ///   - persist: write first-sight environment values into settings.json.
     public static func load(
         environment: [String: String], dataDirectory: String? = nil, persist: Bool = true
+    ) throws(PushSettingsFileError) -> PushConfiguration {
+        try load(environment: environment, dataDirectory: dataDirectory, persist: persist, postgres: includesPostgres)
+    }
+
+    /// Whether this build has the PostgreSQL registry: the package trait `PostgreSQL`, on by
+    /// default. A hub that depends on this package with `traits: []` builds without libpq; then
+    /// `HAPI_PUSH_DATABASE_URL` makes the registry unusable (`postgresNotBuilt`), never SQLite.
+    public static var includesPostgres: Bool {
+        #if PostgreSQL
+        return true
+        #else
+        return false
+        #endif
+    }
+
+    /// `load` as a build with (`postgres`) or without the PostgreSQL registry would do it, so
+    /// the tests of a build with it also check what a build without it answers.
+    static func load(
+        environment: [String: String], dataDirectory: String?, persist: Bool, postgres: Bool
     ) throws(PushSettingsFileError) -> PushConfiguration {
         let directory = dataDirectory ?? HubDataDirectory.resolve(environment: environment)
         let file = directory.map { SettingsFile(directory: $0) }
@@ -51,7 +72,7 @@ extension PushConfiguration {
                         diagnostics.append(Diagnostic(
                             level: .info, setting: setting.settingsKey,
                             message: "\(setting.environmentVariable) holds a password, so it is not saved to settings.json"))
-                    } else if setting == .databaseURL, (try? PostgresPushDeviceStore.Configuration(url: fromEnvironment))?.hasPassword ?? false {
+                    } else if setting == .databaseURL, databaseURLHasPassword(fromEnvironment) {
                         // A password stays where the operator put it: never copied into a file.
                         diagnostics.append(Diagnostic(
                             level: .info, setting: setting.settingsKey,
@@ -85,7 +106,7 @@ extension PushConfiguration {
             }
         }
 
-        var builder = Selection(settings: settings, diagnostics: diagnostics)
+        var builder = Selection(settings: settings, diagnostics: diagnostics, postgres: postgres)
         let relayURL = builder.relayURL()
         let android = builder.android(relayURL: relayURL)
         let ios = builder.ios(relayURL: relayURL)
@@ -99,15 +120,28 @@ extension PushConfiguration {
             settings: settings, diagnostics: builder.diagnostics, persistedKeys: persisted)
     }
 
+    /// Whether a database URL holds a password, which is never saved to settings.json: libpq's
+    /// own reading when the build has it, else any part the printed form hides.
+    static func databaseURLHasPassword(_ url: String) -> Bool {
+        #if PostgreSQL
+        return (try? PostgresPushDeviceStore.Configuration(url: url))?.hasPassword ?? false
+        #else
+        return url.contains("://") && DatabaseURLRedaction.redact(url) != url
+        #endif
+    }
+
     /// The decisions, one function per channel, each adding the diagnostics it owes.
     private struct Selection {
         let settings: [String: PushResolvedSetting]
         var diagnostics: [Diagnostic]
         var apnsEndpoint: String?
+        /// Whether `HAPI_PUSH_DATABASE_URL` can be honoured (see `includesPostgres`).
+        let postgres: Bool
 
-        init(settings: [String: PushResolvedSetting], diagnostics: [Diagnostic]) {
+        init(settings: [String: PushResolvedSetting], diagnostics: [Diagnostic], postgres: Bool) {
             self.settings = settings
             self.diagnostics = diagnostics
+            self.postgres = postgres
         }
 
         func value(_ setting: PushSetting) -> String? { settings[setting.settingsKey]?.value }
@@ -139,7 +173,7 @@ extension PushConfiguration {
             // The client's own check, so a file the client would refuse is ignored here instead
             // of bringing every channel down.
             do {
-                _ = try CurlTrustStore.readAdditionalCAFile(path)
+                _ = try HTTPTrustRoots.readAdditionalCAFile(path)
             } catch {
                 report(.error, .caFile, "HAPI_PUSH_CA_FILE \(error.detail ?? path): ignored, only the system trust store is used, so TLS to a server signed by that CA will fail")
                 return nil
@@ -157,12 +191,21 @@ extension PushConfiguration {
                 }
                 return .sqlite(path: SQLitePushDeviceStore.Configuration(directory: dataDirectory).path)
             }
-            do {
-                return .postgres(try PostgresPushDeviceStore.Configuration(url: url))
-            } catch {
-                report(.error, .databaseURL, "\(error.message); the device registry cannot be opened")
-                return .unusable(error.with("HAPI_PUSH_DATABASE_URL: \(error.message)"))
+            #if PostgreSQL
+            if postgres {
+                do {
+                    return .postgres(try PostgresPushDeviceStore.Configuration(url: url))
+                } catch {
+                    report(.error, .databaseURL, "\(error.message); the device registry cannot be opened")
+                    return .unusable(error.with("HAPI_PUSH_DATABASE_URL: \(error.message)"))
+                }
             }
+            #endif
+            let message =
+                "HAPI_PUSH_DATABASE_URL is set (\(DatabaseURLRedaction.redact(url))) but this build has no PostgreSQL registry (the package trait PostgreSQL is off): "
+                + "build with the trait (the default), or unset HAPI_PUSH_DATABASE_URL to use SQLite in the data directory"
+            report(.error, .databaseURL, message + "; the device registry cannot be opened")
+            return .unusable(PushDeviceStoreError.postgresNotBuilt.with(message))
         }
 
         mutating func android(relayURL: String?) -> Channel<AndroidTransport> {

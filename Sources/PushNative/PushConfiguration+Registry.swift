@@ -1,5 +1,7 @@
 public import DeviceRegistry
+#if PostgreSQL
 import DeviceRegistryPostgres
+#endif
 
 extension PushConfiguration.RegistryStore {
     /// Opens the registry this configuration names (`HAPI_PUSH_DATABASE_URL`, else SQLite in
@@ -8,7 +10,9 @@ extension PushConfiguration.RegistryStore {
     public func open() async throws(PushDeviceStoreError) -> any PushDeviceStore {
         switch self {
         case .sqlite(let path): return try await SQLitePushDeviceStore.open(configuration: .init(path: path))
+        #if PostgreSQL
         case .postgres(let configuration): return try await PostgresPushDeviceStore.open(configuration: configuration)
+        #endif
         case .unusable(let error): throw error
         }
     }

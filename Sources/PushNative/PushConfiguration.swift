@@ -1,5 +1,7 @@
 public import DeviceRegistry
+#if PostgreSQL
 public import DeviceRegistryPostgres
+#endif
 import PushEnvelope
 import PushHTTP
 public import PushTransports
@@ -86,8 +88,11 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     public enum RegistryStore: Sendable, CustomStringConvertible {
         /// The embedded default: this SQLite file.
         case sqlite(path: String)
-        /// `HAPI_PUSH_DATABASE_URL`: a PostgreSQL table shared by every hub process.
+        #if PostgreSQL
+        /// `HAPI_PUSH_DATABASE_URL`: a PostgreSQL table shared by every hub process. Only in
+        /// builds with the package trait `PostgreSQL` (on by default).
         case postgres(PostgresPushDeviceStore.Configuration)
+        #endif
         /// No registry can be opened (an invalid URL, no data directory): the error says why.
         case unusable(PushDeviceStoreError)
 
@@ -95,7 +100,9 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         public var name: String {
             switch self {
             case .sqlite: return "sqlite"
+            #if PostgreSQL
             case .postgres: return "postgres"
+            #endif
             case .unusable: return "none"
             }
         }
@@ -104,7 +111,9 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         public var location: String {
             switch self {
             case .sqlite(let path): return path
+            #if PostgreSQL
             case .postgres(let configuration): return configuration.redactedURL
+            #endif
             case .unusable(let error): return error.message
             }
         }
@@ -150,7 +159,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     /// A setting's value as it may be printed: the database URL with its password redacted.
     public func shownValue(_ setting: PushSetting) -> String? {
         guard let value = settings[setting.settingsKey]?.value else { return nil }
-        if setting == .databaseURL { return PostgresPushDeviceStore.Configuration.redact(value) }
+        if setting == .databaseURL { return DatabaseURLRedaction.redact(value) }
         return setting.isURL ? HTTPBaseURL.redactingPassword(value) : value
     }
 

@@ -47,15 +47,23 @@ package struct PushDispatcher: Sendable {
     /// Which channel a planned send goes through: each channel's transport gets one batch.
     /// (Grouping by channel rather than by transport name keeps two relays of different URLs,
     /// one per platform, apart.)
-    private enum Channel: CaseIterable {
+    private enum Channel: CaseIterable, Sendable {
         case ios
         case android
     }
 
-    /// One device's planned send, or the reason it has none.
-    private enum Plan {
-        case send(channel: Channel, transport: any PushTransport, delivery: PushDelivery, level: PushPayloadLevel)
-        case done(outcome: PushDispatchReport.Delivery.Outcome, transport: PushTransportName, reason: PushDeliveryReason, detail: String? = nil)
+    /// One device's planned send, or the reason it has none. Envelopes are not sealed here:
+    /// the transport drafts each delivery when its window has room (`draft(_:)`).
+    private enum Plan: Sendable {
+        case send(channel: Channel, transport: any PushTransport, target: PushDelivery.Target, content: Content, level: PushPayloadLevel)
+        case done(outcome: PushDeliveryOutcome, transport: PushTransportName, reason: PushDeliveryReason, detail: String? = nil)
+    }
+
+    /// What a planned send will carry.
+    private enum Content: Sendable {
+        /// The fitted payload's canonical JSON, sealed under this key when drafted.
+        case seal(PushKey, plaintext: [UInt8])
+        case plaintext(PushNotificationPayload)
     }
 
     /// The payload fitted once per dispatch for each path: every device of a path gets the
@@ -72,9 +80,9 @@ package struct PushDispatcher: Sendable {
         }
     }
 
-    /// Devices planned, sealed and sent together. A namespace larger than this goes out in
-    /// windows one after another, so a dispatch to 100,000 devices holds 2,048 envelopes and
-    /// requests at a time, not 100,000.
+    /// At most this many deliveries of one channel are drafted (sealed) and unfinished at a
+    /// time, whatever the namespace's size: a dispatch to 100,000 devices holds a window's
+    /// envelopes and requests, not 100,000. The window refills as each delivery ends.
     package static let defaultWindow = 2048
     let window: Int
 
@@ -83,40 +91,30 @@ package struct PushDispatcher: Sendable {
         let devices = try await store.devices(namespace: namespace)
         let fitted = Fitted(payload)
         let collapseId = "\(payload.type.rawValue)-\(payload.sessionId)"
-        var reports: [PushDispatchReport.Delivery] = []
-        reports.reserveCapacity(devices.count)
-        for start in stride(from: 0, to: devices.count, by: window) {
-            let slice = devices[start..<min(start + window, devices.count)]
-            reports += await dispatch(slice, fitted: fitted, collapseId: collapseId, namespace: namespace)
-        }
-        return PushDispatchReport(deliveries: reports)
-    }
+        let plans = devices.map { plan(for: $0, fitted: fitted) }
 
-    private func dispatch(
-        _ devices: ArraySlice<PushDeviceRegistration>, fitted: Fitted, collapseId: String, namespace: String
-    ) async -> [PushDispatchReport.Delivery] {
-        let devices = Array(devices)
-        let plans = devices.map { plan(for: $0, fitted: fitted, collapseId: collapseId) }
-
-        // One batch per channel, both channels at once.
+        // One batch per channel, both channels at once; each delivery is reported as it ends.
         var batches: [(transport: any PushTransport, indices: [Int])] = []
         for channel in Channel.allCases {
             var transport: (any PushTransport)?
             var indices: [Int] = []
             for (index, plan) in plans.enumerated() {
-                guard case .send(channel, let planned, _, _) = plan else { continue }
+                guard case .send(channel, let planned, _, _, _) = plan else { continue }
                 transport = planned
                 indices.append(index)
             }
             if let transport { batches.append((transport, indices)) }
         }
+        let window = self.window
         let results = await withTaskGroup(of: [(Int, PushResult)].self) { group in
             for batch in batches {
-                let deliveries = batch.indices.compactMap { index -> PushDelivery? in
-                    if case .send(_, _, let delivery, _) = plans[index] { return delivery }
-                    return nil
+                group.addTask {
+                    let results = await batch.transport.send(count: batch.indices.count, window: window) { position in
+                        let index = batch.indices[position]
+                        return Self.draft(plans[index], token: devices[index].token, collapseId: collapseId)
+                    }
+                    return Array(zip(batch.indices, results))
                 }
-                group.addTask { Array(zip(batch.indices, await batch.transport.send(deliveries))) }
             }
             var byIndex = [PushResult?](repeating: nil, count: plans.count)
             for await batch in group { for (index, result) in batch { byIndex[index] = result } }
@@ -136,7 +134,7 @@ package struct PushDispatcher: Sendable {
                 report.reason = reason
                 report.detail = detail
                 metrics.delivered(report, sent: false, latency: .zero)
-            case .send(_, let transport, let delivery, let level):
+            case .send(_, let transport, let target, _, let level):
                 report.transport = transport.name
                 let result = results[index] ?? PushResult(outcome: .failed, reason: .noResult)
                 report.record(result)
@@ -150,14 +148,14 @@ package struct PushDispatcher: Sendable {
                     // A store that fails here leaves a dead registration behind: said in the
                     // report and the log, so the next dispatch (or an operator) can deal with it.
                     do {
-                        report.pruned = try await store.prune(namespace: namespace, token: delivery.token, notAfter: result.invalidSince)
+                        report.pruned = try await store.prune(namespace: namespace, token: device.token, notAfter: result.invalidSince)
                     } catch {
-                        let failure = SafeText.sanitize(String(describing: error), limit: 200, redactingTokens: true, secrets: [delivery.token])
+                        let failure = SafeText.sanitize(String(describing: error), limit: 200, redactingTokens: true, secrets: [device.token])
                         report.pruneFailure = failure
                         metrics.pruneFailed(transport.name)
                         logger.log(
                             PushLogRecord(
-                                platform: delivery.target.rawValue, transport: transport.name, tokenHash: device.tokenHash, outcome: .invalid,
+                                platform: target.rawValue, transport: transport.name, tokenHash: device.tokenHash, outcome: .invalid,
                                 reason: result.reason, detail: result.detail, status: result.status, milliseconds: report.latencyMilliseconds,
                                 pruneFailure: failure))
                     }
@@ -166,17 +164,34 @@ package struct PushDispatcher: Sendable {
             }
             reports.append(report)
         }
-        return reports
+        return PushDispatchReport(deliveries: reports)
     }
 
-    private func plan(for device: PushDeviceRegistration, fitted: Fitted, collapseId: String) -> Plan {
+    /// The delivery of a planned send, made when the transport is ready for it: the envelope
+    /// is sealed here (a fresh nonce per device), on whichever core runs the transport's task.
+    private static func draft(_ plan: Plan, token: String, collapseId: String) -> PushDraft {
+        guard case .send(_, _, let target, let content, _) = plan else { return .refused(PushResult(outcome: .failed, reason: .noResult, attempts: 0)) }
+        switch content {
+        case .seal(let key, let plaintext):
+            do {
+                let envelope = try PushEnvelopeCipher.seal(plaintext, key: key)
+                return .deliver(PushDelivery(target: target, token: token, content: .envelope(envelope), collapseId: collapseId))
+            } catch {
+                return .refused(PushResult(outcome: .failed, reason: .sealFailed, detail: error.message, attempts: 0))
+            }
+        case .plaintext(let payload):
+            return .deliver(PushDelivery(target: target, token: token, content: .plaintext(payload), collapseId: collapseId))
+        }
+    }
+
+    private func plan(for device: PushDeviceRegistration, fitted: Fitted) -> Plan {
         switch device.platform {
         case .ios:
             switch ios {
             case .off(let reason):
                 return .done(outcome: .skipped, transport: .none, reason: .channelOff, detail: reason)
             case .encrypted(let transport):
-                return encrypted(fitted, device: device, target: .ios, channel: .ios, transport: transport, collapseId: collapseId)
+                return encrypted(fitted, device: device, target: .ios, channel: .ios, transport: transport)
             }
         case .phone, .wear:
             switch android {
@@ -186,22 +201,20 @@ package struct PushDispatcher: Sendable {
                 guard device.platform == .phone else {
                     return .done(outcome: .skipped, transport: transport.name, reason: .wearRelayUnsupported)
                 }
-                return encrypted(fitted, device: device, target: .androidPhone, channel: .android, transport: transport, collapseId: collapseId)
+                return encrypted(fitted, device: device, target: .androidPhone, channel: .android, transport: transport)
             case .plaintext(let transport):
                 guard let (payload, level) = fitted.fcm else {
                     return .done(outcome: .failed, transport: transport.name, reason: .tooLarge)
                 }
-                let delivery = PushDelivery(
-                    target: device.platform == .wear ? .wear : .androidPhone, token: device.token, content: .plaintext(payload),
-                    collapseId: collapseId)
-                return .send(channel: .android, transport: transport, delivery: delivery, level: level)
+                return .send(
+                    channel: .android, transport: transport, target: device.platform == .wear ? .wear : .androidPhone, content: .plaintext(payload),
+                    level: level)
             }
         }
     }
 
     private func encrypted(
-        _ fitted: Fitted, device: PushDeviceRegistration, target: PushDelivery.Target, channel: Channel, transport: any PushTransport,
-        collapseId: String
+        _ fitted: Fitted, device: PushDeviceRegistration, target: PushDelivery.Target, channel: Channel, transport: any PushTransport
     ) -> Plan {
         guard let key = device.pushKey else {
             return .done(outcome: .skipped, transport: transport.name, reason: .missingPushKey)
@@ -210,14 +223,7 @@ package struct PushDispatcher: Sendable {
             // Even the minimal notification exceeds the cap: this device fails, its row stays.
             return .done(outcome: .failed, transport: transport.name, reason: .tooLarge)
         }
-        let envelope: String
-        do {
-            envelope = try PushEnvelopeCipher.seal(plaintext, key: key)  // a fresh nonce per device
-        } catch {
-            return .done(outcome: .failed, transport: transport.name, reason: .sealFailed, detail: error.message)
-        }
-        let delivery = PushDelivery(target: target, token: device.token, content: .envelope(envelope), collapseId: collapseId)
-        return .send(channel: channel, transport: transport, delivery: delivery, level: level)
+        return .send(channel: channel, transport: transport, target: target, content: .seal(key, plaintext: plaintext), level: level)
     }
 
     static func milliseconds(_ duration: Duration) -> Int {

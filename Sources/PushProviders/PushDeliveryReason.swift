@@ -65,6 +65,13 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
     /// A Web Push service's 404 or 410: the subscription expired or was withdrawn; it is removed.
     public static let subscriptionGone = PushDeliveryReason(rawValue: "subscription_gone")
 
+    // Egress proxies (HTTPS_PROXY, settings.json `httpsProxy`, RELAY_HTTPS_PROXY).
+
+    /// The proxy answered CONNECT with 407: its credentials are missing or wrong.
+    public static let proxyAuthRequired = PushDeliveryReason(rawValue: "proxy_auth_required")
+    /// The proxy refused CONNECT with another status (the detail has it), e.g. 403.
+    public static let proxyRefused = PushDeliveryReason(rawValue: "proxy_refused")
+
     // Answers that prove a token dead (the outcome is `invalid` and the registration pruned).
 
     /// The relay's `410 {"code":"unregistered"}`.

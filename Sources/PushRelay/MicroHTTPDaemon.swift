@@ -16,13 +16,24 @@ final class MicroHTTPDaemon: Sendable {
         /// Polling threads; 1 runs one thread without a pool.
         var threads: Int
         var connectionLimit: Int
+        /// Connections at once from one peer address; 0 for no limit.
+        var connectionsPerAddress: Int = 0
+        /// Request line and headers within this many seconds of the request's first byte, the
+        /// body within this many after the headers; 0 for no deadline (the inactivity timeout
+        /// only). With deadlines, idle connections are also closed, oldest first, to keep
+        /// room for fresh ones when the connection limit is near.
+        var requestDeadlineSeconds: Int = 0
         /// Seconds a connection may be idle (or trickle nothing) before it is closed.
         var connectionTimeoutSeconds: Int
         /// libmicrohttpd's memory pool per connection: request line, headers and read buffer.
         var memoryLimitBytes: Int
-        /// A body that grows beyond this closes the connection (libmicrohttpd cannot answer
-        /// in the middle of an upload; a declared `Content-Length` is refused by `onHead`).
+        /// A body that grows beyond this (chunked: a declared `Content-Length` is refused by
+        /// `onHead`) is read on and thrown away, and the request reaches `onRequest` with
+        /// `bodyTooLarge` set: libmicrohttpd 0.9.75 cannot answer in the middle of an upload.
         var maximumBodyBytes: Int
+        /// How much of a too-large body is read and thrown away before the connection is closed
+        /// instead of answered.
+        var maximumDiscardedBytes: Int = 1 << 20
         /// Whether `onRequest` may answer later (suspend/resume).
         var allowsLaterAnswers: Bool
     }
@@ -40,6 +51,8 @@ final class MicroHTTPDaemon: Sendable {
     struct Request: Sendable {
         var head: Head
         var body: [UInt8]
+        /// The body grew past `maximumBodyBytes` (`body` is empty then).
+        var bodyTooLarge = false
         /// The peer's IP address as text ("" when unknown).
         var clientAddress: String
         /// The first `X-Forwarded-For` header, at most 256 bytes of it.
@@ -58,6 +71,8 @@ final class MicroHTTPDaemon: Sendable {
     }
 
     let address: RelayBindAddress
+    /// Deadlines and room for fresh connections, when `requestDeadlineSeconds` is set.
+    let connectionGuard: RelayConnectionGuard?
     private let core: DaemonCore
     private let daemon: DaemonHandle
     private let lifecycle = Locked(Lifecycle())
@@ -74,7 +89,18 @@ final class MicroHTTPDaemon: Sendable {
         settings: Settings, onHead: @escaping @Sendable (Head) -> HeadDecision,
         onRequest: @escaping @Sendable (Request) -> RequestDecision
     ) throws(RelayListenError) {
-        let core = DaemonCore(settings: settings, onHead: onHead, onRequest: onRequest)
+        var connectionGuard: RelayConnectionGuard?
+        if settings.requestDeadlineSeconds > 0 {
+            let deadline = Int64(settings.requestDeadlineSeconds) * 1000
+            connectionGuard = RelayConnectionGuard(
+                settings: .init(connectionLimit: settings.connectionLimit, headDeadlineMilliseconds: deadline, bodyDeadlineMilliseconds: deadline))
+        }
+        do {
+            try connectionGuard?.start()
+        } catch {
+            throw RelayListenError(message: "cannot listen on \(settings.address.url): \(error)")
+        }
+        let core = DaemonCore(settings: settings, connectionGuard: connectionGuard, onHead: onHead, onRequest: onRequest)
         let context = Unmanaged.passRetained(core).toOpaque()
         errno = 0
         let started: OpaquePointer? = settings.address.storage.withUnsafeBytes { raw in
@@ -86,14 +112,21 @@ final class MicroHTTPDaemon: Sendable {
             config.connection_limit = UInt32(clamping: settings.connectionLimit)
             config.connection_timeout = UInt32(clamping: settings.connectionTimeoutSeconds)
             config.memory_limit = max(4096, settings.memoryLimitBytes)
+            config.per_ip_limit = UInt32(clamping: max(0, settings.connectionsPerAddress))
+            if connectionGuard != nil {
+                config.notify_connection = notifyTrampoline
+                config.notify_connection_cls = context
+            }
             return hapi_mhd_start(&config, accessTrampoline, context, completedTrampoline, context)
         }
         guard let started else {
             let reason = errno != 0 ? String(cString: strerror(errno)) : "libmicrohttpd refused to start"
             Unmanaged<DaemonCore>.fromOpaque(context).release()
+            connectionGuard?.stop()
             throw RelayListenError(message: "cannot listen on \(settings.address.url): \(reason)")
         }
         self.core = core
+        self.connectionGuard = connectionGuard
         self.daemon = DaemonHandle(pointer: started, context: context)
         self.address = settings.address.with(port: Int(hapi_mhd_bound_port(started)))
     }
@@ -150,6 +183,7 @@ final class MicroHTTPDaemon: Sendable {
         answerSuspended(with: .upstream)
         while core.shared.withLock({ !$0.suspended.isEmpty }) { usleep(1000) }
         MHD_stop_daemon(daemon.pointer)
+        connectionGuard?.stop()
         Unmanaged<DaemonCore>.fromOpaque(daemon.context).release()
     }
 }
@@ -180,6 +214,8 @@ final class RequestContext: @unchecked Sendable {
     let connection: OpaquePointer
     let head: MicroHTTPDaemon.Head
     var body: [UInt8] = []
+    /// Bytes past the cap, read and thrown away.
+    var discarded = 0
     let phase = Locked(Phase.receiving)
 
     init(connection: OpaquePointer, head: MicroHTTPDaemon.Head) {
@@ -198,15 +234,18 @@ private final class DaemonCore: Sendable {
     }
 
     let settings: MicroHTTPDaemon.Settings
+    let connectionGuard: RelayConnectionGuard?
     let onHead: @Sendable (MicroHTTPDaemon.Head) -> MicroHTTPDaemon.HeadDecision
     let onRequest: @Sendable (MicroHTTPDaemon.Request) -> MicroHTTPDaemon.RequestDecision
     let shared = Locked(Shared())
 
     init(
-        settings: MicroHTTPDaemon.Settings, onHead: @escaping @Sendable (MicroHTTPDaemon.Head) -> MicroHTTPDaemon.HeadDecision,
+        settings: MicroHTTPDaemon.Settings, connectionGuard: RelayConnectionGuard?,
+        onHead: @escaping @Sendable (MicroHTTPDaemon.Head) -> MicroHTTPDaemon.HeadDecision,
         onRequest: @escaping @Sendable (MicroHTTPDaemon.Request) -> MicroHTTPDaemon.RequestDecision
     ) {
         self.settings = settings
+        self.connectionGuard = connectionGuard
         self.onHead = onHead
         self.onRequest = onRequest
     }
@@ -218,6 +257,7 @@ private final class DaemonCore: Sendable {
         uploadSize: UnsafeMutablePointer<Int>, requestPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let existing = requestPointer.pointee else {
+            connectionGuard?.headReceived(connection)
             let head = MicroHTTPDaemon.Head(
                 method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "",
                 contentLength: Self.contentLength(connection))
@@ -241,19 +281,24 @@ private final class DaemonCore: Sendable {
         let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             let count = uploadSize.pointee
-            guard context.body.count + count <= settings.maximumBodyBytes, let upload else {
-                // Too late to answer: close instead of reading on.
-                return .NO
+            uploadSize.pointee = 0
+            guard context.discarded == 0, context.body.count + count <= settings.maximumBodyBytes, let upload else {
+                // Too large: libmicrohttpd cannot answer mid-upload, so read on (to a bound)
+                // and answer 413 at the end.
+                context.body = []
+                context.discarded += count
+                return context.discarded <= settings.maximumDiscardedBytes ? .YES : .NO
             }
             context.body.append(contentsOf: UnsafeRawBufferPointer(start: upload, count: count))
-            uploadSize.pointee = 0
             return .YES
         }
         let phase = context.phase.withLock { $0 }
+        if case .receiving = phase { connectionGuard?.requestReceived(connection) }
+        if case .answered = phase { connectionGuard?.requestReceived(connection) }
         switch phase {
         case .receiving:
             let request = MicroHTTPDaemon.Request(
-                head: context.head, body: context.body, clientAddress: Self.clientAddress(connection),
+                head: context.head, body: context.body, bodyTooLarge: context.discarded > 0, clientAddress: Self.clientAddress(connection),
                 forwardedFor: Self.header(connection, "X-Forwarded-For", limit: 256))
             context.body = []
             switch onRequest(request) {
@@ -355,9 +400,22 @@ private let accessTrampoline: MHD_AccessHandlerCallback = { cls, connection, url
     return core.access(connection, url: url, method: method, upload: upload, uploadSize: uploadSize, requestPointer: requestPointer)
 }
 
-private let completedTrampoline: MHD_RequestCompletedCallback = { cls, _, requestPointer, _ in
-    guard let cls, let requestPointer, let raw = requestPointer.pointee else { return }
-    requestPointer.pointee = nil
+private let completedTrampoline: MHD_RequestCompletedCallback = { cls, connection, requestPointer, _ in
+    guard let cls else { return }
     let core = Unmanaged<DaemonCore>.fromOpaque(cls).takeUnretainedValue()
+    if let connection { core.connectionGuard?.requestCompleted(connection) }
+    guard let requestPointer, let raw = requestPointer.pointee else { return }
+    requestPointer.pointee = nil
     core.finished(Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue())
+}
+
+private let notifyTrampoline: MHD_NotifyConnectionCallback = { cls, connection, _, event in
+    guard let cls, let connection else { return }
+    let core = Unmanaged<DaemonCore>.fromOpaque(cls).takeUnretainedValue()
+    guard let connectionGuard = core.connectionGuard else { return }
+    if hapi_mhd_notify_started(event) {
+        connectionGuard.connectionStarted(connection)
+    } else if hapi_mhd_notify_closed(event) {
+        connectionGuard.connectionClosed(connection)
+    }
 }

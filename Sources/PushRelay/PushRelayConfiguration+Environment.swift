@@ -1,3 +1,4 @@
+import CHapiMicrohttpd
 import Glibc
 import PushEnvelope
 import PushHTTP
@@ -32,6 +33,8 @@ extension PushRelayConfiguration {
     /// | `RELAY_METRICS_PORT` | Prometheus text on 127.0.0.1:PORT/metrics | off |
     /// | `RELAY_REDIS_URL` | `redis://` or `rediss://`: rate limits shared in Redis | in memory |
     /// | `RELAY_REDIS_CA_FILE` | extra CA (PEM) trusted for `rediss://` | `RELAY_CA_FILE` |
+    /// | `RELAY_MAX_CONNECTIONS` | client connections at once | soft `RLIMIT_NOFILE` less 256 |
+    /// | `RELAY_MAX_CONNECTIONS_PER_IP` | connections at once per peer address, 0 = no limit | 64 (no limit with `RELAY_TRUST_PROXY`) |
     ///
     /// Credential files are read here, once: call this at start-up, not on a hot path.
     public init(environment: [String: String]) throws(PushRelayStartupError) {
@@ -44,11 +47,25 @@ extension PushRelayConfiguration {
         port = try reader.port("RELAY_PORT") ?? Self.defaultPort
         metricsPort = try reader.port("RELAY_METRICS_PORT")
         trustProxy = try reader.flag("RELAY_TRUST_PROXY")
+        // Behind a trusted proxy every connection comes from the proxy: limiting its address
+        // would limit everyone, so the proxy does its own unless one is set explicitly.
+        server.connectionsPerAddress = try reader.count("RELAY_MAX_CONNECTIONS_PER_IP", allowZero: true)
+            ?? (trustProxy ? 0 : Server.defaultConnectionsPerAddress)
+        let descriptors = Int(hapi_descriptor_limit())
+        if let limit = try reader.count("RELAY_MAX_CONNECTIONS", allowZero: false) {
+            if descriptors > 0, limit > descriptors - Server.reservedDescriptors {
+                throw PushRelayStartupError(
+                    "RELAY_MAX_CONNECTIONS=\(limit) needs \(limit + Server.reservedDescriptors) file descriptors, but the limit (RLIMIT_NOFILE) is \(descriptors): raise it (LimitNOFILE=, ulimit -n) or lower RELAY_MAX_CONNECTIONS")
+            }
+            server.connectionLimit = limit
+        } else {
+            server.connectionLimit = Server.defaultConnectionLimit
+        }
         caFile = try reader.value("RELAY_CA_FILE")
         if let caFile {
             // The client's own check: a file it would refuse stops the relay here, with the reason.
             do {
-                _ = try CurlTrustStore.readAdditionalCAFile(caFile)
+                _ = try HTTPTrustRoots.readAdditionalCAFile(caFile)
             } catch {
                 throw PushRelayStartupError("RELAY_CA_FILE: \(Self.excerpt(error.detail ?? "\(caFile) is unusable"))")
             }
@@ -62,7 +79,7 @@ extension PushRelayConfiguration {
                 }
                 // The same check as RELAY_CA_FILE's: readable, bounded, with a PEM certificate.
                 do {
-                    _ = try CurlTrustStore.readAdditionalCAFile(redisCAFile)
+                    _ = try HTTPTrustRoots.readAdditionalCAFile(redisCAFile)
                 } catch {
                     // The detail is "PATH why": long enough for a long path and its reason.
                     throw PushRelayStartupError("RELAY_REDIS_CA_FILE: \(SafeText.sanitize(error.detail ?? "\(redisCAFile) is unusable", limit: 320))")
@@ -137,7 +154,8 @@ extension PushRelayConfiguration {
     public static let environmentVariables = [
         "RELAY_APNS_KEY_P8_PATH", "RELAY_APNS_KEY_ID", "RELAY_APNS_TEAM_ID", "RELAY_APNS_BUNDLE_ID", "RELAY_APNS_ENV", "RELAY_APNS_ENDPOINT",
         "RELAY_FCM_SERVICE_ACCOUNT_PATH", "RELAY_FCM_PACKAGE_NAME", "RELAY_FCM_ENDPOINT", "RELAY_HOST", "RELAY_PORT", "RELAY_TRUST_PROXY",
-        "RELAY_CA_FILE", "RELAY_METRICS_PORT", "RELAY_REDIS_URL", "RELAY_REDIS_CA_FILE",
+        "RELAY_CA_FILE", "RELAY_METRICS_PORT", "RELAY_REDIS_URL", "RELAY_REDIS_CA_FILE", "RELAY_MAX_CONNECTIONS",
+        "RELAY_MAX_CONNECTIONS_PER_IP",
     ]
 
     /// The relay's variables in the running process.
@@ -192,6 +210,18 @@ private struct EnvironmentReader {
             throw PushRelayStartupError("\(name) must be a port number from 0 to 65535, got \"\(PushRelayConfiguration.excerpt(text))\"")
         }
         return port
+    }
+
+    /// A count of at most 10,000,000 (0 only where it means "no limit").
+    func count(_ name: String, allowZero: Bool) throws(PushRelayStartupError) -> Int? {
+        guard let text = try value(name) else { return nil }
+        guard text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), text.utf8.count <= 8, let count = Int(text), count <= 10_000_000,
+            allowZero || count > 0
+        else {
+            throw PushRelayStartupError(
+                "\(name) must be a whole number from \(allowZero ? 0 : 1) to 10000000, got \"\(PushRelayConfiguration.excerpt(text))\"")
+        }
+        return count
     }
 
     func flag(_ name: String) throws(PushRelayStartupError) -> Bool {

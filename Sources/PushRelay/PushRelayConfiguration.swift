@@ -1,3 +1,4 @@
+import CHapiMicrohttpd
 public import PushTransports
 
 /// Everything `hapi-push-relay` runs with. `init(environment:)` reads the official relay's
@@ -54,22 +55,49 @@ public struct PushRelayConfiguration: Sendable {
 
     /// How the HTTP server treats clients. The defaults suit one relay for many hubs.
     public struct Server: Sendable {
+        /// Descriptors kept for what is not a client connection: the provider and Redis
+        /// connections, the metrics listener, libmicrohttpd's own, the log.
+        public static let reservedDescriptors = 256
+        /// `RELAY_MAX_CONNECTIONS_PER_IP`'s default.
+        public static let defaultConnectionsPerAddress = 64
+        /// `RELAY_MAX_CONNECTIONS`'s default: as many as the process's soft descriptor limit
+        /// allows, less `reservedDescriptors` (at least 64).
+        public static var defaultConnectionLimit: Int {
+            let descriptors = Int(hapi_descriptor_limit())
+            return descriptors > 0 ? max(64, descriptors - reservedDescriptors) : 1024
+        }
+
         /// libmicrohttpd polling threads (each with its own epoll set). They only parse and
         /// route: provider calls never run on them.
         public var threads: Int
-        /// Connections open at once; more are refused at accept.
+        /// Connections open at once (`RELAY_MAX_CONNECTIONS`). Near it, the oldest idle
+        /// connections are closed to keep room for fresh ones; at it, more wait in the listen
+        /// backlog.
         public var connectionLimit: Int
-        /// Seconds a connection may stay idle (or send nothing) before it is closed: a slow or
-        /// silent client cannot hold a connection for long. Not applied while a push is answered.
+        /// Connections open at once from one peer address (`RELAY_MAX_CONNECTIONS_PER_IP`);
+        /// more are closed at accept. 0 for no limit.
+        public var connectionsPerAddress: Int
+        /// Seconds a connection may stay idle (or send nothing) before it is closed. Not
+        /// applied while a push is answered.
         public var connectionTimeoutSeconds: Int
+        /// A whole request's deadline: request line and headers within this many seconds of
+        /// the request's first byte, the body within this many after the headers; a connection
+        /// that misses it is closed, however steadily it trickles.
+        public var requestDeadlineSeconds: Int
         /// Memory per connection for the request line, headers and buffers.
         public var connectionMemoryLimitBytes: Int
 
-        public init(threads: Int = 2, connectionLimit: Int = 1024, connectionTimeoutSeconds: Int = 30, connectionMemoryLimitBytes: Int = 32 * 1024) {
+        public init(
+            threads: Int = 2, connectionLimit: Int = Server.defaultConnectionLimit, connectionTimeoutSeconds: Int = 30,
+            connectionMemoryLimitBytes: Int = 16 * 1024, connectionsPerAddress: Int = Server.defaultConnectionsPerAddress,
+            requestDeadlineSeconds: Int = 10
+        ) {
             self.threads = max(1, threads)
             self.connectionLimit = max(1, connectionLimit)
             self.connectionTimeoutSeconds = max(1, connectionTimeoutSeconds)
             self.connectionMemoryLimitBytes = max(8 * 1024, connectionMemoryLimitBytes)
+            self.connectionsPerAddress = max(0, connectionsPerAddress)
+            self.requestDeadlineSeconds = max(1, requestDeadlineSeconds)
         }
     }
 

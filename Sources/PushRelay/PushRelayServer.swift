@@ -1,3 +1,4 @@
+import CHapiMicrohttpd
 import PushHTTP
 import PushTransports
 import PushSync
@@ -143,6 +144,7 @@ public final class PushRelayServer: Sendable {
             api = try MicroHTTPDaemon(
                 settings: .init(
                     address: address, threads: server.threads, connectionLimit: server.connectionLimit,
+                    connectionsPerAddress: server.connectionsPerAddress, requestDeadlineSeconds: server.requestDeadlineSeconds,
                     connectionTimeoutSeconds: server.connectionTimeoutSeconds, memoryLimitBytes: server.connectionMemoryLimitBytes,
                     maximumBodyBytes: PushRelayConfiguration.maximumBodyBytes, allowsLaterAnswers: true),
                 onHead: { service.head($0) }, onRequest: { service.request($0) })
@@ -171,6 +173,8 @@ public final class PushRelayServer: Sendable {
         self.metricsPort = metricsListener?.address.port
         sink("\(Self.serviceName) \(Self.version) listening on \(url) (\(configuration.summary))")
         if let metricsListener { sink("metrics on \(metricsListener.address.url)/metrics") }
+        let perAddress = server.connectionsPerAddress > 0 ? "\(server.connectionsPerAddress) per address" : "no per-address limit"
+        sink("connections: at most \(server.connectionLimit) (\(perAddress)); a request within \(server.requestDeadlineSeconds) s for its head and \(server.requestDeadlineSeconds) s for its body; idle ones closed after \(server.connectionTimeoutSeconds) s")
     }
 
     deinit {
@@ -217,6 +221,20 @@ public final class PushRelayServer: Sendable {
         service.log("\(Self.serviceName) stopped")
         await ownLog?.close()
     }
+
+    /// Raises the process's soft file-descriptor limit (`RLIMIT_NOFILE`) to its hard limit, so
+    /// `PushRelayConfiguration.Server.defaultConnectionLimit` can be as large as the system
+    /// allows. For the relay's own executable, at start-up; a host embedding the relay decides
+    /// for itself. Returns the soft limit now in force (nil if unknown).
+    @discardableResult
+    public static func raiseDescriptorLimit() -> Int? {
+        let limit = hapi_raise_descriptor_limit()
+        return limit > 0 ? Int(limit) : nil
+    }
+
+    /// Connections closed for missing the request deadline, and idle ones closed to make room
+    /// near the connection limit, since the start.
+    public var guardedClosures: (deadline: Int, idle: Int) { api.connectionGuard?.closedCounts ?? (0, 0) }
 
     /// The Prometheus text of the counters right now (what `/metrics` serves).
     public var metricsText: String { service.metrics.render() }

@@ -35,8 +35,7 @@ final class RelayService: Sendable {
         case "/v1/push":
             guard head.method == "POST" else { return .answer(recorded(.methodNotAllowed)) }
             if let length = head.contentLength, length > UInt64(PushRelayConfiguration.maximumBodyBytes) {
-                return .answer(
-                    recorded(.error(413, .tooLarge, message: "the request body is larger than \(PushRelayConfiguration.maximumBodyBytes) bytes")))
+                return .answer(recorded(Self.tooLarge))
             }
             return .readBody
         default:
@@ -46,6 +45,7 @@ final class RelayService: Sendable {
 
     /// A whole `POST /v1/push`: invalid → answered now; valid → limited and forwarded later.
     func request(_ request: MicroHTTPDaemon.Request) -> MicroHTTPDaemon.RequestDecision {
+        if request.bodyTooLarge { return .answer(recorded(Self.tooLarge)) }
         let push: RelayPush
         switch RelayPush.validate(request.body) {
         case .invalid(let answer): return .answer(recorded(answer))
@@ -74,6 +74,8 @@ final class RelayService: Sendable {
             return finish(push, outcome.answer, provider: outcome, limitedBy: nil, started: started)
         }
     }
+
+    static let tooLarge = RelayHTTPAnswer.error(413, .tooLarge, message: "the request body is larger than \(PushRelayConfiguration.maximumBodyBytes) bytes")
 
     /// The rate-limit key of the client: its socket address, or behind a trusted proxy the
     /// first `X-Forwarded-For` hop; `unknown` when neither is known.

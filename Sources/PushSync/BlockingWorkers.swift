@@ -1,7 +1,7 @@
 import CHapiLinux
 import Glibc
 
-/// A few dedicated pthreads that run blocking work (SQLite, libpq) so that no Swift concurrency
+/// A few dedicated threads (`PushThread`s) that run blocking work (SQLite, libpq) so that no Swift concurrency
 /// thread ever waits on a busy database or a slow server: callers enqueue a job and suspend on
 /// a continuation until a worker has run it.
 ///

@@ -27,44 +27,63 @@ package struct APNsTransport: PushTransport {
         self.concurrency = concurrency
     }
 
-    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+    package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
+        guard count > 0 else { return [] }
         // One token for the whole batch; minting failures fail the batch once.
         let token: String
         do {
             token = try await providerToken.token()
         } catch {
-            return deliveries.map { delivery in
-                let result = PushResult.refused(.providerToken, detail: error.message)
+            return refuseAll(count, draft: draft, .refused(.providerToken, detail: error.message))
+        }
+        let (backingOff, batchStart) = call.batchStart()
+        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
+            switch draft(index) {
+            case .refused(let result): return result
+            case .deliver(let delivery):
+                let result = await send(delivery, jwt: token, backingOff: backingOff, batchStart: batchStart)
                 logger.log(delivery, transport: name, result)
                 return result
             }
         }
-        return await inChunks(deliveries, concurrency: concurrency) { [self] chunk in
-            let results = await send(chunk, token: token)
-            for (delivery, result) in zip(chunk, results) { logger.log(delivery, transport: name, result) }
-            return results
+    }
+
+    /// Every delivery of a batch failed before any request, each logged.
+    func refuseAll(_ count: Int, draft: (Int) -> PushDraft, _ result: PushResult) -> [PushResult] {
+        (0..<count).map { index in
+            switch draft(index) {
+            case .refused(let own): return own
+            case .deliver(let delivery):
+                logger.log(delivery, transport: name, result)
+                return result
+            }
         }
     }
 
-    func send(_ deliveries: [PushDelivery], token: String) async -> [PushResult] {
-        var results = await call.perform(deliveries, secrets: [token], prepare: { prepare($0, jwt: token) }, parse: Self.parse)
-        let expired = results.indices.filter { results[$0].reason == .apnsExpiredProviderToken }
-        guard !expired.isEmpty else { return results }
-        // Apple says our token is too old: mint once (single flight across the batch) and
-        // retry those pushes once.
-        do {
-            let fresh = try await providerToken.refresh(rejected: token)
-            let again = await call.perform(expired.map { deliveries[$0] }, secrets: [fresh], prepare: { prepare($0, jwt: fresh) }, parse: Self.parse)
-            for (index, retried) in zip(expired, again) {
-                let first = results[index]
-                results[index] = retried
-                results[index].latency += first.latency
-                results[index].attempts += first.attempts
-            }
-        } catch {
-            for index in expired { results[index].detail = "refresh failed: \(error.message)" }
+    /// One push: when Apple says our token is too old, mint once (single flight across every
+    /// push that hears it) and send this push once more.
+    func send(_ delivery: PushDelivery, jwt: String, backingOff: Bool, batchStart: ContinuousClock.Instant) async -> PushResult {
+        let request: HTTPRequest
+        switch prepare(delivery, jwt: jwt) {
+        case .refuse(let result): return result
+        case .send(let prepared): request = prepared
         }
-        return results
+        if backingOff { return .refused(.endpointBackoff) }
+        let first = await call.perform(request, batchStartedAt: batchStart, secrets: [delivery.token, jwt], parse: Self.parse)
+        guard first.answer.verdict == .retryWithFreshProviderToken else { return first.result }
+        let fresh: String
+        do {
+            fresh = try await providerToken.refresh(rejected: jwt)
+        } catch {
+            var result = first.result
+            result.detail = "refresh failed: \(error.message)"
+            return result
+        }
+        guard case .send(let again) = prepare(delivery, jwt: fresh) else { return first.result }
+        var result = await call.perform(again, batchStartedAt: batchStart, secrets: [delivery.token, fresh], parse: Self.parse).result
+        result.latency += first.result.latency
+        result.attempts += first.result.attempts
+        return result
     }
 
     func prepare(_ delivery: PushDelivery, jwt: String) -> ProviderCall.Prepared {

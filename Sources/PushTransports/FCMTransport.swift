@@ -27,27 +27,45 @@ package struct FCMTransport: PushTransport {
         self.concurrency = concurrency
     }
 
-    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
-        guard !deliveries.isEmpty else { return [] }
+    package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
+        guard count > 0 else { return [] }
         // One exchange for the batch: if Google refuses the service account, every device of
         // the batch fails with that one reason, and the exchange is not repeated per device.
         let accessToken: String
         do {
             accessToken = try await accessTokens.token()
         } catch {
-            return deliveries.map { delivery in
-                let result = PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0)
+            return refuseAll(count, draft: draft, PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0))
+        }
+        let (backingOff, batchStart) = call.batchStart()
+        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
+            switch draft(index) {
+            case .refused(let result): return result
+            case .deliver(let delivery):
+                let result: PushResult
+                switch Self.prepare(delivery, endpoint: endpoint, projectId: projectId, accessToken: accessToken) {
+                case .refuse(let refused): result = refused
+                case .send where backingOff: result = .refused(.endpointBackoff)
+                case .send(let request):
+                    result = await call.perform(request, batchStartedAt: batchStart, secrets: [delivery.token, accessToken], parse: Self.parse).result
+                    // Google no longer takes this token: the next batch exchanges a new one.
+                    if result.status == 401 { await accessTokens.invalidate(accessToken) }
+                }
                 logger.log(delivery, transport: name, result)
                 return result
             }
         }
-        return await inChunks(deliveries, concurrency: concurrency) { [call, logger, name, accessTokens, endpoint, projectId] chunk in
-            let results = await call.perform(
-                chunk, secrets: [accessToken], prepare: { Self.prepare($0, endpoint: endpoint, projectId: projectId, accessToken: accessToken) },
-                parse: Self.parse)
-            if results.contains(where: { $0.status == 401 }) { await accessTokens.invalidate(accessToken) }
-            for (delivery, result) in zip(chunk, results) { logger.log(delivery, transport: name, result) }
-            return results
+    }
+
+    /// Every delivery of a batch failed before any request, each logged.
+    func refuseAll(_ count: Int, draft: (Int) -> PushDraft, _ result: PushResult) -> [PushResult] {
+        (0..<count).map { index in
+            switch draft(index) {
+            case .refused(let own): return own
+            case .deliver(let delivery):
+                logger.log(delivery, transport: name, result)
+                return result
+            }
         }
     }
 

@@ -4,7 +4,8 @@ package import PushProviders
 import PushSync
 
 /// One provider request with everything around it that all three transports share: the
-/// endpoint backoff, the retry policy, the mapping of network errors, and the latency.
+/// endpoint backoff, the retry policy, the in-flight gauge, the mapping of network errors, and
+/// the latency.
 struct ProviderCall: Sendable {
     let client: HTTPClient
     let policy: PushRetryPolicy
@@ -17,66 +18,13 @@ struct ProviderCall: Sendable {
         metrics?.makeMeter(label: "hapi_push_requests_in_flight", dimensions: [("transport", transport.rawValue)])
     }
 
-    /// Sends `request`, classifying each answer with `classify`, retrying per the policy.
-    func perform(_ request: HTTPRequest, parse: @Sendable (HTTPResponse) -> ProviderAnswer) async -> PushResult {
-        await perform([request], parse: parse).first ?? PushResult(outcome: .failed, reason: .noResult)
-    }
-
-    /// Sends every request as one batch (one submission to the HTTP client, one suspension),
-    /// classifies each answer, and sends the retryable ones again per the policy, together,
-    /// after the longest wait any of them asks for. Results are in request order; each
-    /// latency runs from the start of this call to that request's last answer.
-    func perform(_ requests: [HTTPRequest], parse: @Sendable (HTTPResponse) -> ProviderAnswer) async -> [PushResult] {
-        guard !requests.isEmpty else { return [] }
-        let clock = ContinuousClock()
-        let start = clock.now
-        if backoff.isBackingOff(now: start) {
-            return requests.map { _ in PushResult(outcome: .failed, reason: .endpointBackoff, attempts: 0) }
-        }
-        var results = [PushResult?](repeating: nil, count: requests.count)
-        var todo = Array(requests.indices)
-        var attempt = 0
-        while !todo.isEmpty {
-            attempt += 1
-            let roundStart = clock.now
-            inFlight?.increment(by: Double(todo.count))
-            let outcomes = await client.send(todo.map { requests[$0] })
-            inFlight?.decrement(by: Double(todo.count))
-            var retry: [Int] = []
-            var wait: Duration = .zero
-            var reached = false
-            var connectFailed = false
-            for (index, outcome) in zip(todo, outcomes) {
-                let answer: ProviderAnswer
-                switch outcome.result {
-                case .success(let response):
-                    reached = true
-                    answer = parse(response)
-                case .failure(let error):
-                    if error.isConnectFailure { connectFailed = true }
-                    answer = error.unanswered
-                }
-                let latency = (roundStart - start) + outcome.elapsed
-                results[index] = PushResult(answer, latency: latency, attempts: attempt)
-                if answer.retryable, !Task.isCancelled,
-                    let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter)
-                {
-                    retry.append(index)
-                    wait = max(wait, delay)
-                }
-            }
-            // One outage is one failure, however many requests it failed; any answer ends it.
-            if reached {
-                backoff.recordSuccess()
-            } else if connectFailed {
-                backoff.recordConnectFailure(now: clock.now, attemptStartedAt: roundStart)
-            }
-            todo = retry
-            if !todo.isEmpty {
-                do { try await Task.sleep(for: wait) } catch { break }  // cancelled: keep the last answers
-            }
-        }
-        return results.map { $0 ?? PushResult(outcome: .failed, reason: .noResult) }
+    /// Where a batch starts: whether the endpoint failed to connect so recently that the batch
+    /// fails fast (`endpoint_backoff`) without a request, and when it started. Asked once per
+    /// batch: its requests started with it, so the connect failures of one outage that hits
+    /// them count once, however late their tasks ran.
+    func batchStart() -> (backingOff: Bool, at: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        return (backoff.isBackingOff(now: now), now)
     }
 
     /// What a transport makes of one delivery before anything is sent: a request, or a local
@@ -86,43 +34,67 @@ struct ProviderCall: Sendable {
         case refuse(PushResult)
     }
 
-    /// Prepares every delivery, sends the requests as one batch and returns one result per
-    /// delivery, in order.
-    ///
-    /// A reason kept from an answer never holds what we sent: the delivery's token and
-    /// `secrets` (the JWT or access token of the batch) are redacted from it.
+    /// What `perform` found: the result to report and the last answer it read.
+    struct Exchange: Sendable {
+        var result: PushResult
+        var answer: ProviderAnswer
+    }
+
+    /// Sends one request, reads each answer with `parse`, and sends it again per the policy
+    /// after its own backoff (never another request's). The latency runs from this call to the
+    /// last answer. A reason or detail kept from an answer never holds what we sent: `secrets`
+    /// (the device token, the JWT or access token) are redacted from it.
     func perform(
-        _ deliveries: [PushDelivery], secrets: [String] = [], prepare: (PushDelivery) -> Prepared,
-        parse: @Sendable (HTTPResponse) -> ProviderAnswer
-    ) async -> [PushResult] {
-        var results = [PushResult?](repeating: nil, count: deliveries.count)
-        var requests: [HTTPRequest] = []
-        var positions: [Int] = []
-        requests.reserveCapacity(deliveries.count)
-        positions.reserveCapacity(deliveries.count)
-        for (index, delivery) in deliveries.enumerated() {
-            switch prepare(delivery) {
-            case .send(let request):
-                requests.append(request)
-                positions.append(index)
-            case .refuse(let result):
-                results[index] = result
+        _ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, secrets: [String], parse: (HTTPResponse) -> ProviderAnswer
+    ) async -> Exchange {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var attempt = 0
+        while true {
+            attempt += 1
+            // The first attempt belongs to its batch; a retry starts on its own.
+            let attemptStart = attempt == 1 ? batchStartedAt : clock.now
+            inFlight?.increment(by: 1)
+            let outcome: Result<HTTPResponse, HTTPClientError>
+            do {
+                outcome = .success(try await client.send(request))
+            } catch {
+                outcome = .failure(error)
             }
+            inFlight?.decrement(by: 1)
+            let answer: ProviderAnswer
+            switch outcome {
+            case .success(let response):
+                // Any answer ends an outage.
+                backoff.recordSuccess()
+                answer = parse(response)
+            case .failure(let error):
+                if error.isConnectFailure { backoff.recordConnectFailure(now: clock.now, attemptStartedAt: attemptStart) }
+                answer = error.unanswered
+            }
+            let latency = start.duration(to: clock.now)
+            if answer.retryable, !Task.isCancelled, let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter) {
+                do {
+                    try await Task.sleep(for: delay)
+                    continue
+                } catch {}  // cancelled: keep the last answer
+            }
+            return Exchange(result: Self.scrubbed(PushResult(answer, latency: latency, attempts: attempt), secrets: secrets), answer: answer)
         }
-        for (position, result) in zip(positions, await perform(requests, parse: parse)) {
-            var result = result
-            let secrets = [deliveries[position].token] + secrets
-            if let reason = result.reason {
-                let scrubbed = SafeText.sanitize(reason.rawValue, limit: Int.max, redactingTokens: true, secrets: secrets)
-                if scrubbed != reason.rawValue { result.reason = PushDeliveryReason(rawValue: scrubbed) }
-            }
-            if let detail = result.detail {
-                let scrubbed = SafeText.sanitize(detail, limit: Int.max, redactingTokens: true, secrets: secrets)
-                if scrubbed != detail { result.detail = scrubbed }
-            }
-            results[position] = result
+    }
+
+    /// `result` with `secrets` and anything token-like redacted from its reason and detail.
+    static func scrubbed(_ result: PushResult, secrets: [String]) -> PushResult {
+        var result = result
+        if let reason = result.reason {
+            let scrubbed = SafeText.sanitize(reason.rawValue, limit: Int.max, redactingTokens: true, secrets: secrets)
+            if scrubbed != reason.rawValue { result.reason = PushDeliveryReason(rawValue: scrubbed) }
         }
-        return results.map { $0 ?? PushResult(outcome: .failed, reason: .noResult) }
+        if let detail = result.detail {
+            let scrubbed = SafeText.sanitize(detail, limit: Int.max, redactingTokens: true, secrets: secrets)
+            if scrubbed != detail { result.detail = scrubbed }
+        }
+        return result
     }
 }
 
@@ -145,6 +117,9 @@ extension HTTPClientError {
         case .invalidRequest: .unanswered(.invalidRequest, retryable: false)
         case .invalidConfiguration: .unanswered(.invalidConfiguration, retryable: false)
         case .other: .unanswered(.networkError, retryable: false)
+        // The detail names the proxy (its password as ***) and, for a refusal, its status.
+        case .proxyAuthRequired: ProviderAnswer(.refused, status: nil, reason: .proxyAuthRequired, detail: detail)
+        case .proxyRefused: ProviderAnswer(.refused, status: nil, reason: .proxyRefused, detail: detail)
         case .addressNotAllowed: .unanswered(.endpointNotAllowed, retryable: false)
         }
     }
@@ -152,7 +127,7 @@ extension HTTPClientError {
     /// No connection could be made: the endpoint is down or unreachable.
     var isConnectFailure: Bool {
         switch code {
-        case .dnsFailure, .connectionRefused, .tlsFailure: return true
+        case .dnsFailure, .connectionRefused, .tlsFailure, .proxyAuthRequired, .proxyRefused: return true
         default: return false
         }
     }

@@ -1,49 +1,56 @@
 /// A way out of the hub: the relay, direct APNs or direct FCM. The dispatcher hands each
-/// transport the batch of deliveries for one event; the transport sends them concurrently and
-/// answers one `PushResult` per delivery, in order. It never throws: every problem is a
-/// per-device `failed`.
+/// transport the deliveries of one event; the transport sends them with at most its
+/// concurrency in flight and answers one `PushResult` per delivery, in order. It never throws:
+/// every problem is a per-device `failed`.
 ///
-/// A batch, not single sends, so per-batch work happens once: the APNs provider token and the
-/// FCM access token are fetched once, and an OAuth failure fails the batch once instead of once
-/// per device.
+/// No head-of-line blocking: the in-flight limit is a window that refills as each request
+/// ends, every request has its own deadline, and a retry waits only for its own backoff, so a
+/// request that is never answered delays nobody but itself. Per-batch work still happens once:
+/// the APNs provider token and the FCM access token are fetched once per batch, and an OAuth
+/// failure fails the batch once instead of once per device.
 package protocol PushTransport: Sendable {
     /// `relay`, `apns` or `fcm`: what reports and logs call it.
     var name: PushTransportName { get }
-    func send(_ deliveries: [PushDelivery]) async -> [PushResult]
+
+    /// Sends `count` deliveries. `draft(i)` makes delivery `i` only when the window has room
+    /// for it (the dispatcher seals envelopes there, so at most `window` of them exist at a
+    /// time, and on every core); it may refuse instead (a seal that failed), which is answered
+    /// as is and neither sent nor logged. At most `min(concurrency, window)` are in flight.
+    func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult]
 }
 
-/// Splits a batch into chunks of at most `concurrency / 4` and sends up to four at once, so
-/// at most `concurrency` requests of one dispatch are in flight (each with its own timeout,
-/// counted from its own chunk's submission) while the wire never idles between chunks.
-func inChunks<Result: Sendable>(
-    _ deliveries: [PushDelivery], concurrency: Int, _ operation: @escaping @Sendable ([PushDelivery]) async -> [Result]
-) async -> [Result] {
-    let size = max(1, concurrency / 4)
-    guard deliveries.count > size else { return await operation(deliveries) }
-    let chunks = stride(from: 0, to: deliveries.count, by: size).map { Array(deliveries[$0..<min($0 + size, deliveries.count)]) }
-    return await boundedConcurrentMap(chunks, limit: 4, operation).flatMap { $0 }
+/// One delivery as the dispatcher hands it over, made at the moment it can be sent.
+package enum PushDraft: Sendable {
+    case deliver(PushDelivery)
+    /// Failed before any request (no envelope could be sealed): the result to report.
+    case refused(PushResult)
 }
 
-/// Runs `operation` for every element with at most `limit` in flight, returning results in
-/// input order. One slow element delays only itself.
-func boundedConcurrentMap<Element: Sendable, Result: Sendable>(
-    _ elements: [Element], limit: Int, _ operation: @escaping @Sendable (Element) async -> Result
-) async -> [Result] {
-    guard !elements.isEmpty else { return [] }
+extension PushTransport {
+    /// Sends deliveries that already exist (tests, the bench).
+    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
+        await send(count: deliveries.count, window: .max) { .deliver(deliveries[$0]) }
+    }
+}
+
+/// Runs `operation` for `0..<count` with at most `limit` in flight, starting the next as soon
+/// as any one ends; results in index order. One slow element delays only itself.
+func window<Result: Sendable>(_ count: Int, limit: Int, _ operation: @escaping @Sendable (Int) async -> Result) async -> [Result] {
+    guard count > 0 else { return [] }
     return await withTaskGroup(of: (Int, Result).self) { group in
-        var results = [Result?](repeating: nil, count: elements.count)
+        var results = [Result?](repeating: nil, count: count)
         var next = 0
         let width = max(1, limit)
-        while next < elements.count && next < width {
+        while next < count && next < width {
             let index = next
-            group.addTask { (index, await operation(elements[index])) }
+            group.addTask { (index, await operation(index)) }
             next += 1
         }
         while let (index, result) = await group.next() {
             results[index] = result
-            if next < elements.count {
+            if next < count {
                 let index = next
-                group.addTask { (index, await operation(elements[index])) }
+                group.addTask { (index, await operation(index)) }
                 next += 1
             }
         }

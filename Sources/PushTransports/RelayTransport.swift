@@ -29,11 +29,22 @@ package struct RelayTransport: PushTransport {
         self.concurrency = concurrency
     }
 
-    package func send(_ deliveries: [PushDelivery]) async -> [PushResult] {
-        await inChunks(deliveries, concurrency: concurrency) { [call, logger, name, baseURL] chunk in
-            let results = await call.perform(chunk, prepare: { Self.prepare($0, baseURL: baseURL) }, parse: Self.parse)
-            for (delivery, result) in zip(chunk, results) { logger.log(delivery, transport: name, result) }
-            return results
+    package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
+        // Asked once per batch: requests of a batch that started before an outage belong to it.
+        let (backingOff, batchStart) = call.batchStart()
+        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
+            switch draft(index) {
+            case .refused(let result): return result
+            case .deliver(let delivery):
+                let result: PushResult
+                switch Self.prepare(delivery, baseURL: baseURL) {
+                case .refuse(let refused): result = refused
+                case .send where backingOff: result = .refused(.endpointBackoff)
+                case .send(let request): result = await call.perform(request, batchStartedAt: batchStart, secrets: [delivery.token], parse: Self.parse).result
+                }
+                logger.log(delivery, transport: name, result)
+                return result
+            }
         }
     }
 

@@ -48,54 +48,35 @@ package struct WebPushTransport: Sendable {
             }
         }
         let frozen = authorizations
-        let size = max(1, concurrency / 4)
-        let chunks = stride(from: 0, to: targets.count, by: size).map { Array(targets[$0..<min($0 + size, targets.count)]) }
+        // No shared backoff: one dead push service must not hold back the others.
         let call = ProviderCall(client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero))
-        return await boundedConcurrentMap(chunks, limit: 4) { chunk in
-            await Self.send(payload, to: chunk, authorizations: frozen, call: call)
-        }.flatMap { $0 }
+        let batchStart = ContinuousClock.now
+        return await PushTransports.window(targets.count, limit: concurrency) { index in
+            await Self.send(payload, to: targets[index], authorizations: frozen, call: call, batchStart: batchStart)
+        }
     }
 
+    /// Seals (only when the window has room for it) and sends one.
     private static func send(
-        _ payload: [UInt8], to targets: [Target], authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall
-    ) async -> [PushResult] {
-        var results = [PushResult?](repeating: nil, count: targets.count)
-        var requests: [HTTPRequest] = []
-        var positions: [Int] = []
-        for (index, target) in targets.enumerated() {
-            guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
-                results[index] = .refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")
-                continue
-            }
-            let authorization: String
-            switch authorizations[origin] {
-            case .success(let value)?: authorization = value
-            case .failure(let error)?: results[index] = .refused(.providerToken, detail: error.message); continue
-            case nil: results[index] = .refused(.providerToken); continue
-            }
-            let sealed = WebPushProvider.seal(payload: payload, p256dh: target.p256dh, auth: target.auth)
-            guard let body = sealed.body else {
-                results[index] = .refused(sealed.refusal ?? .sealFailed)
-                continue
-            }
-            let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization)
-            requests.append(HTTPRequest(request, endpoint: origin))
-            positions.append(index)
+        _ payload: [UInt8], to target: Target, authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall,
+        batchStart: ContinuousClock.Instant
+    ) async -> PushResult {
+        guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
+            return .refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")
         }
-        let answers = await call.perform(requests, parse: { response in
+        let authorization: String
+        switch authorizations[origin] {
+        case .success(let value)?: authorization = value
+        case .failure(let error)?: return .refused(.providerToken, detail: error.message)
+        case nil: return .refused(.providerToken)
+        }
+        let sealed = WebPushProvider.seal(payload: payload, p256dh: target.p256dh, auth: target.auth)
+        guard let body = sealed.body else { return .refused(sealed.refusal ?? .sealFailed) }
+        let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization)
+        // Nothing a service echoes may carry the capability URL, the keys or our JWT.
+        let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
+        return await call.perform(HTTPRequest(request, endpoint: origin), batchStartedAt: batchStart, secrets: secrets) { response in
             WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
-        })
-        for (position, result) in zip(positions, answers) {
-            var result = result
-            // Nothing a service echoes may carry the capability URL or our token.
-            let secrets = [targets[position].endpoint, targets[position].p256dh, targets[position].auth]
-            if let detail = result.detail { result.detail = SafeText.sanitize(detail, limit: Int.max, redactingTokens: true, secrets: secrets) }
-            if let reason = result.reason {
-                let scrubbed = SafeText.sanitize(reason.rawValue, limit: Int.max, redactingTokens: true, secrets: secrets)
-                if scrubbed != reason.rawValue { result.reason = PushDeliveryReason(rawValue: scrubbed) }
-            }
-            results[position] = result
-        }
-        return results.map { $0 ?? PushResult(outcome: .failed, reason: .noResult) }
+        }.result
     }
 }

@@ -508,7 +508,108 @@ func benchRelay() async throws {
 }
 
 
-/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay]`: all sections by default.
+/// Runs `body` on a thread of its own (it blocks) and returns its result.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
+    }
+}
+
+/// The relay as operators run it (its own process, release build, default limits) under the
+/// issue's loads: 10,000 hubs on kept-alive connections, then the slow-client attack from one
+/// address and from eight. Loopback only; each phase bounded in connections and seconds.
+func benchRelayLoad() async throws {
+    let descriptors = PushRelayServer.raiseDescriptorLimit() ?? 0
+    print("\n== Relay under load (hapi-push-relay process, default limits; loopback; descriptors \(descriptors)) ==")
+    guard descriptors >= 10_600 else {
+        print("relayload: needs RLIMIT_NOFILE >= 10600 in this process (hard limit \(descriptors)): skipped")
+        return
+    }
+    let providers = try LoopbackProviders()
+    defer { providers.stop() }
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent("hapi-push-relay")
+    let logFile = providers.directory + "/relay.log"
+    _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+    let process = Process()
+    process.executableURL = executable
+    process.environment = [
+        "RELAY_HOST": "127.0.0.1", "RELAY_PORT": "0", "RELAY_CA_FILE": providers.caBundlePath,
+        "RELAY_APNS_KEY_P8_PATH": providers.apnsKeyPath, "RELAY_APNS_KEY_ID": "DEMO123456", "RELAY_APNS_TEAM_ID": "TEAM123456",
+        "RELAY_APNS_BUNDLE_ID": "run.hapi.app", "RELAY_APNS_ENDPOINT": providers.apns.baseURL,
+    ]
+    process.standardOutput = FileHandle(forWritingAtPath: logFile)
+    process.standardError = FileHandle(forWritingAtPath: logFile)
+    try process.run()
+    defer { if process.isRunning { process.terminate() } }
+    var port = 0
+    for _ in 0..<200 {
+        let text = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+        if let range = text.range(of: "listening on http://127.0.0.1:") {
+            port = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
+            break
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    guard port > 0 else {
+        print("relayload: the relay did not start: \((try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "")")
+        return
+    }
+    let limits = ((try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "").split(separator: "\n").first { $0.hasPrefix("connections:") }
+    print("relay: \(limits ?? "")")
+    let pid = process.processIdentifier
+    func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1e6) }
+    func statuses(_ counts: [Int: Int]) -> String { counts.sorted { $0.key < $1.key }.map { "\($0.value)x\($0.key)" }.joined(separator: " ") }
+
+    // 1. 10,000 hubs: 200 addresses x 50 kept-alive connections, each pushing every 15 s, held 30 s.
+    let hubs = HubLoad(port: port, sources: (1...200).map { "127.0.1.\($0)" }, perSource: 50, intervalMilliseconds: 15_000, seconds: 30)
+    let probe = HealthProbe()
+    let peak = Locked(0)
+    let sampling = Locked(true)
+    Thread.detachNewThread {
+        while sampling.withLock({ $0 }) {
+            let rss = residentBytes(pid: pid)
+            peak.withLock { $0 = max($0, rss) }
+            usleep(250_000)
+        }
+    }
+    probe.start(port: port, everyMilliseconds: 20)
+    let load = await onThread { hubs.run() }
+    let (health, healthFailures) = probe.stop()
+    sampling.withLock { $0 = false }
+    usleep(300_000)
+    let rss = peak.withLock { $0 }
+    print("10,000 hubs: \(load.connected) connected in \(String(format: "%.1f", load.connectSeconds)) s, \(load.heldAtEnd) still open after 30 s")
+    print("  pushes: \(load.sent) sent, answered \(statuses(load.statuses)), unanswered \(load.unanswered), connections dropped \(load.dropped); push \(load.latency.summary)")
+    print("  relay RSS peak \(megabytes(rss)) (goal < 256 MB: \(rss < 256_000_000 ? "met" : "NOT met"))")
+    print("  /health on fresh connections meanwhile: \(health.summary), failures \(healthFailures) (goal p99 < 50 ms: \(health.percentile(0.99) < 50 ? "met" : "NOT met"))")
+    try await Task.sleep(for: .seconds(2))
+
+    // 2 and 3. The slow-client attack (1,100 connections, a header byte every 5 s) from one
+    // address, then from eight; meanwhile 100 other hub connections push 100 a second.
+    for (label, attackers) in [("one address", ["127.0.0.200"]), ("8 addresses", (200..<208).map { "127.0.0.\($0)" })] {
+        let slow = SlowClients()
+        slow.start(port: port, sources: attackers, count: 1100 / attackers.count, dripSeconds: 5)
+        try await Task.sleep(for: .seconds(2))
+        let others = HubLoad(
+            port: port, sources: (1...20).map { "127.0.2.\($0 + (label == "one address" ? 0 : 100))" }, perSource: 5, intervalMilliseconds: 1000,
+            seconds: 25, tokenPerPush: true)
+        let probe = HealthProbe()
+        probe.start(port: port, everyMilliseconds: 20)
+        let load = await onThread { others.run() }
+        let (health, failures) = probe.stop()
+        let attack = slow.stop()
+        let p99 = max(health.percentile(0.99), load.latency.percentile(0.99))
+        print("slow-client attack from \(label): \(attack.opened) connections opened, at most \(attack.mostHeld) held at once")
+        print("  other hubs' pushes: \(load.sent) sent, answered \(statuses(load.statuses)), unanswered \(load.unanswered); \(load.latency.summary)")
+        print("  /health meanwhile: \(health.summary), failures \(failures) (goal p99 < 100 ms for both: \(p99 < 100 ? "met" : "NOT met"))")
+        try await Task.sleep(for: .seconds(1))
+    }
+    process.terminate()
+    process.waitUntilExit()
+}
+
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay] [relayload]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -520,6 +621,7 @@ do {
     if wanted("dispatch") { try await benchDispatch() }
     if wanted("send") { try await benchSendMemory() }
     if wanted("relay") { try await benchRelay() }
+    if wanted("relayload") { try await benchRelayLoad() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)

@@ -42,6 +42,9 @@ func run() -> Never {
     }
     if !arguments.isEmpty { fail("unexpected argument \(arguments[0]) (try --help)", status: 2) }
 
+    // Thousands of hubs on kept-alive connections: as many descriptors as the system allows
+    // (RELAY_MAX_CONNECTIONS' default is sized from this).
+    PushRelayServer.raiseDescriptorLimit()
     let configuration: PushRelayConfiguration
     do {
         configuration = try PushRelayConfiguration(environment: PushRelayConfiguration.processEnvironment)

@@ -219,10 +219,10 @@ import Testing
         let server = try LoopbackServer(transport: .tls, handler: Self.echo)
         defer { server.stop() }
         let caPath = try #require(server.caCertificatePath)
-        let extra = try #require(CurlTrustStore.readFile(caPath, limit: 1 << 20))
+        let extra = try #require(HTTPTrustRoots.readFile(caPath, limit: 1 << 20))
         let systemPath = try #require(CurlTrustStore.systemBundlePath())
-        let system = try #require(CurlTrustStore.readFile(systemPath, limit: 8 << 20))
-        let store = CurlTrustStore(additionalCAPEM: try CurlTrustStore.readAdditionalCAFile(caPath))
+        let system = try #require(HTTPTrustRoots.readFile(systemPath, limit: 8 << 20))
+        let store = CurlTrustStore(additionalCAPEM: try HTTPTrustRoots.readAdditionalCAFile(caPath))
         #expect(store.byteCount == system.count + extra.count + 2)
     }
 
@@ -702,7 +702,7 @@ extension Result where Failure == HTTPClientError {
     @Test func successRunsOnce() {
         var machine = Machine()
         #expect(machine.start() == .submit)
-        #expect(machine.willAddToMulti() == .add(attempt: 1))
+        #expect(machine.willStartAttempt() == .start(attempt: 1))
         #expect(machine.completed(.success(())) == .succeed)
         #expect(machine.state == .finished)
         // Nothing resumes twice.
@@ -714,7 +714,7 @@ extension Result where Failure == HTTPClientError {
     @Test func refusedStreamIsRetriedExactlyOnce() {
         var machine = Machine()
         _ = machine.start()
-        _ = machine.willAddToMulti()
+        _ = machine.willStartAttempt()
         #expect(machine.completed(.failure(.streamRefused)) == .retry(attempt: 2))
         #expect(machine.state == .running(attempt: 2))
         #expect(machine.completed(.failure(.streamRefused)) == .fail(.streamRefused))
@@ -725,7 +725,7 @@ extension Result where Failure == HTTPClientError {
         for error in [HTTPClientError.connectionLost, .timeout, .tlsFailure, .responseTooLarge, .connectionRefused] {
             var machine = Machine()
             _ = machine.start()
-            _ = machine.willAddToMulti()
+            _ = machine.willStartAttempt()
             #expect(machine.completed(.failure(error)) == .fail(error))
         }
     }
@@ -741,14 +741,14 @@ extension Result where Failure == HTTPClientError {
         var machine = Machine()
         _ = machine.start()
         #expect(machine.cancel() == .abort)
-        #expect(machine.willAddToMulti() == .fail(.cancelled))
+        #expect(machine.willStartAttempt() == .fail(.cancelled))
         #expect(machine.aborted() == false)  // the later cancel command finds nothing to resume
     }
 
     @Test func cancelWhileRunning() {
         var machine = Machine()
         _ = machine.start()
-        _ = machine.willAddToMulti()
+        _ = machine.willStartAttempt()
         #expect(machine.cancel() == .abort)
         #expect(machine.cancel() == .none)
         #expect(machine.aborted() == true)
@@ -759,13 +759,13 @@ extension Result where Failure == HTTPClientError {
         // The response arrived before the loop processed the cancel: it is delivered.
         var answered = Machine()
         _ = answered.start()
-        _ = answered.willAddToMulti()
+        _ = answered.willStartAttempt()
         _ = answered.cancel()
         #expect(answered.completed(.success(())) == .succeed)
         // A failure (maybe the abort itself) is reported as the cancellation, and not retried.
         var refused = Machine()
         _ = refused.start()
-        _ = refused.willAddToMulti()
+        _ = refused.willStartAttempt()
         _ = refused.cancel()
         #expect(refused.completed(.failure(.streamRefused)) == .fail(.cancelled))
     }
@@ -775,7 +775,7 @@ extension Result where Failure == HTTPClientError {
         _ = machine.start()
         #expect(machine.submitFailed() == true)
         #expect(machine.state == .finished)
-        #expect(machine.willAddToMulti() == .drop)
+        #expect(machine.willStartAttempt() == .drop)
     }
 
     @Test func errorsCompareByKindAndDescribeThemselves() {

@@ -133,9 +133,9 @@ final class GarbageServer: @unchecked Sendable {
             (directory + "/empty.pem", "is empty"), (directory + "/fake.pem", "no PEM certificate"), (directory, "is a directory"),
             ("/dev/zero", "not a regular file"), (directory + "/missing.pem", "cannot be read"),
         ] {
-            #expect(throws: HTTPClientError.invalidConfiguration) { try CurlTrustStore.readAdditionalCAFile(path) }
+            #expect(throws: HTTPClientError.invalidConfiguration) { try HTTPTrustRoots.readAdditionalCAFile(path) }
             do {
-                _ = try CurlTrustStore.readAdditionalCAFile(path)
+                _ = try HTTPTrustRoots.readAdditionalCAFile(path)
             } catch {
                 #expect(error.detail?.contains(why) == true, "\(path): \(error)")
             }

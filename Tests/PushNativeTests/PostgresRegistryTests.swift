@@ -53,6 +53,30 @@ import PushEnvelope
         #expect(!FileManager.default.fileExists(atPath: directory + "/" + SQLitePushDeviceStore.defaultFileName))
     }
 
+    /// Issue 20, item 8: a hub built without the `PostgreSQL` trait (no libpq) that is given
+    /// `HAPI_PUSH_DATABASE_URL` says so and opens no registry: never SQLite in its place, never
+    /// the password shown or saved. (`postgres: false` is what such a build passes.)
+    @Test func aBuildWithoutThePostgreSQLTraitRefusesTheDatabaseURL() async throws {
+        #expect(PushConfiguration.includesPostgres)  // this package's own build has the trait
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-nopg-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let secret = "pa55-\(UUID().uuidString.prefix(8))"
+        let environment = ["HOME": directory, "HAPI_HOME": directory, "HAPI_PUSH_DATABASE_URL": "postgresql://hub:\(secret)@db.example.test/hapi"]
+        let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: true, postgres: false)
+        #expect(configuration.registry.name == "none")
+        let error = configuration.diagnostics.first { $0.level == .error && $0.setting == "pushDatabaseUrl" }
+        #expect(error?.message.contains("no PostgreSQL registry (the package trait PostgreSQL is off)") == true, "\(configuration.diagnostics)")
+        #expect(error?.message.contains("postgresql://hub:***@db.example.test/hapi") == true)
+        for shown in [configuration.description, configuration.jsonValue.canonicalString] { #expect(!shown.contains(secret), "\(shown)") }
+        await #expect(throws: PushDeviceStoreError.postgresNotBuilt) { _ = try await configuration.registry.open() }
+        let saved = (try? String(contentsOfFile: directory + "/settings.json", encoding: .utf8)) ?? ""
+        #expect(!saved.contains(secret))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/" + SQLitePushDeviceStore.defaultFileName))
+        // Unset, the same build uses SQLite in the data directory.
+        let sqlite = try PushConfiguration.load(environment: ["HOME": directory, "HAPI_HOME": directory], dataDirectory: directory, persist: false, postgres: false)
+        #expect(sqlite.registry.name == "sqlite")
+    }
+
     @Test func nativePushStartsOnPostgresAndADispatchSurvivesARestartInTheMiddle() async throws {
         let server = try await PostgresTestServer.start()
         defer { server.stop() }

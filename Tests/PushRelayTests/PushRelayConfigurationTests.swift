@@ -60,6 +60,40 @@ import Testing
         #expect(try PushRelayConfiguration(environment: base.merging(["RELAY_HOST": "localhost"]) { $1 }).host == "localhost")
     }
 
+    @Test func connectionLimitsComeFromTheDescriptorLimitAndTheirVariables() throws {
+        let providers = try LoopbackProviders()
+        defer { providers.stop() }
+        let base = ["RELAY_FCM_SERVICE_ACCOUNT_PATH": providers.serviceAccountPath]
+        let descriptors = try #require(PushRelayServer.raiseDescriptorLimit())
+        let defaults = try PushRelayConfiguration(environment: base)
+        #expect(defaults.server.connectionLimit == max(64, descriptors - PushRelayConfiguration.Server.reservedDescriptors))
+        #expect(defaults.server.connectionsPerAddress == 64)
+        #expect(defaults.server.requestDeadlineSeconds == 10)
+        #expect(defaults.server.connectionTimeoutSeconds == 30)
+        // Behind a trusted proxy the proxy is the one client: no per-address limit unless set.
+        #expect(try PushRelayConfiguration(environment: base.merging(["RELAY_TRUST_PROXY": "1"]) { $1 }).server.connectionsPerAddress == 0)
+        let set = try PushRelayConfiguration(
+            environment: base.merging(["RELAY_TRUST_PROXY": "1", "RELAY_MAX_CONNECTIONS_PER_IP": " 500 ", "RELAY_MAX_CONNECTIONS": "100"]) { $1 })
+        #expect(set.server.connectionsPerAddress == 500)
+        #expect(set.server.connectionLimit == 100)
+        #expect(try PushRelayConfiguration(environment: base.merging(["RELAY_MAX_CONNECTIONS_PER_IP": "0"]) { $1 }).server.connectionsPerAddress == 0)
+        for (name, value) in [
+            ("RELAY_MAX_CONNECTIONS", "0"), ("RELAY_MAX_CONNECTIONS", "-5"), ("RELAY_MAX_CONNECTIONS", "many"),
+            ("RELAY_MAX_CONNECTIONS", "\(descriptors)"), ("RELAY_MAX_CONNECTIONS_PER_IP", "1e3"), ("RELAY_MAX_CONNECTIONS_PER_IP", "99999999999"),
+        ] {
+            #expect(throws: PushRelayStartupError.self, "\(name)=\(value)") {
+                try PushRelayConfiguration(environment: base.merging([name: value]) { $1 })
+            }
+            do {
+                _ = try PushRelayConfiguration(environment: base.merging([name: value]) { $1 })
+            } catch {
+                #expect(error.message.contains(name))
+            }
+        }
+        #expect(PushRelayConfiguration.environmentVariables.contains("RELAY_MAX_CONNECTIONS"))
+        #expect(PushRelayConfiguration.environmentVariables.contains("RELAY_MAX_CONNECTIONS_PER_IP"))
+    }
+
     @Test func bindAddresses() {
         #expect(RelayBindAddress(host: "0.0.0.0", port: 8790)?.url == "http://0.0.0.0:8790")
         #expect(RelayBindAddress(host: "::", port: 1)?.url == "http://[::]:1")

@@ -65,6 +65,63 @@ import Testing
         await client.shutdown()
     }
 
+    /// The attack at a smaller scale, against the built binary: 300 connections from one
+    /// address, each with a partial request (`POST /v1/push`, `Host`, then a header byte now and
+    /// then), while the relay has room for 256. `/health` and pushes from other connections are
+    /// answered throughout; the attacker holds at most 64 connections, and each is closed when
+    /// its request's 10 s run out.
+    @Test func theSlowClientAttackLeavesHealthAnswered() async throws {
+        let providers = try LoopbackProviders()
+        defer { providers.stop() }
+        let relay = try RelayProcess(environment: relayEnvironment(providers).merging(["RELAY_MAX_CONNECTIONS": "256"]) { $1 })
+        defer { relay.terminate() }
+        let url = try #require(await relay.listeningURL(), "no listening line: \(relay.stdout) \(relay.stderr)")
+        let port = try #require(RelayProcess.port(of: url))
+        #expect(await relay.waitFor("connections: at most 256 (64 per address)"))
+        let attack = Task {
+            try await PushThread.run(name: "relay-test") { () -> (held: Int, heldAtEnd: Int) in
+                let sockets = (0..<300).compactMap { _ in TestSocket.connect(port: port, source: "127.0.0.2") }
+                for fd in sockets { TestSocket.send(fd, "POST /v1/push HTTP/1.1\r\nHost: relay.test\r\n") }
+                var held = 0
+                let start = RelayConnectionGuard.now()
+                // One header byte per connection every second, for 13 s.
+                while RelayConnectionGuard.now() - start < 13_000 {
+                    for fd in sockets where !TestSocket.isClosed(fd) { TestSocket.send(fd, "X") }
+                    held = max(held, sockets.filter { !TestSocket.isClosed($0) }.count)
+                    usleep(1_000_000)
+                }
+                let heldAtEnd = sockets.filter { !TestSocket.isClosed($0) }.count
+                sockets.forEach { close($0) }
+                return (held, heldAtEnd)
+            }
+        }
+        let client = try HTTPClient(configuration: .init(requestTimeout: .seconds(5)))
+        var slowest = Duration.zero
+        var answered = 0
+        let clock = ContinuousClock()
+        for round in 0..<12 {
+            try await Task.sleep(for: .seconds(1))
+            // A fresh connection each time (the client's pool would otherwise reuse one).
+            let start = clock.now
+            let health = await RawHTTP.exchange(port: port, RawHTTP.request("GET", "/health"), timeoutSeconds: 5)
+            slowest = max(slowest, clock.now - start)
+            if health?.status == 200 { answered += 1 }
+            if round % 4 == 0 {
+                let push = try await client.send(
+                    HTTPRequest(method: .post, url: url + "/v1/push", body: Array(iosPush(token: iosToken(round)).canonicalString.utf8)))
+                #expect(push.status == 200, "push during the attack, round \(round)")
+            }
+        }
+        let (held, heldAtEnd) = try await attack.value
+        await client.shutdown()
+        relay.signal(SIGTERM)
+        #expect(await relay.exitStatus() == 0)
+        #expect(answered == 12, "/health answered \(answered) of 12 times during the attack")
+        #expect(slowest < .seconds(2), "slowest /health: \(slowest)")
+        #expect(held <= 64, "the attacker held \(held) connections")
+        #expect(heldAtEnd == 0, "every trickling request was closed at its deadline")
+    }
+
     static let failures: [(name: String, environment: [String: String], mentions: String)] = [
         ("nothing configured", ["RELAY_PORT": "0"], "RELAY_FCM_SERVICE_ACCOUNT_PATH"),
         ("partial APNs", ["RELAY_APNS_KEY_P8_PATH": "/tmp/x.p8", "RELAY_APNS_KEY_ID": "K", "RELAY_APNS_TEAM_ID": "T"], "RELAY_APNS_BUNDLE_ID"),
