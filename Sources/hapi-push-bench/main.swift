@@ -609,7 +609,7 @@ func benchRelayLoad() async throws {
     process.waitUntilExit()
 }
 
-/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay] [relayload]`: all sections by default.
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [relay] [relayload] [webpush]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -622,6 +622,7 @@ do {
     if wanted("send") { try await benchSendMemory() }
     if wanted("relay") { try await benchRelay() }
     if wanted("relayload") { try await benchRelayLoad() }
+    if wanted("webpush") { try await benchWebPush() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)
