@@ -1,4 +1,3 @@
-import CHapiLinux
 import CHapiCurl
 import Glibc
 import PushSync

@@ -76,15 +76,8 @@ extension HTTPClient {
             try positive(connectTimeout, "connectTimeout")
             try positive(pingInterval, "pingInterval")
             try positive(pingTimeout, "pingTimeout")
-            // A proxy the operator set must parse; the environment's is checked per origin
-            // (requests fail with its error rather than bypass it).
-            if let url = proxy.httpsProxy, !url.trimmingASCIIWhitespace().isEmpty {
-                do throws(HTTPClientError) {
-                    _ = try HTTPProxy(url: url)
-                } catch {
-                    throw HTTPClientError(.invalidConfiguration, detail: "httpsProxy: \(error.detail ?? "invalid proxy URL")")
-                }
-            }
+            // An unusable proxy URL is not checked here: requests through it fail with its
+            // error (rather than bypass it), and `hapi-push config` shows why.
             if maximumResponseBodyBytes < 0 {
                 throw HTTPClientError(.invalidConfiguration, detail: "maximumResponseBodyBytes must not be negative")
             }

@@ -12,6 +12,11 @@ import Synchronization
 /// - `http` origins (HTTP/1.1, e.g. a relay on a private network) and `https` servers that do
 ///   not offer `h2`: libcurl's multi interface on a thread of its own (`CurlMultiLoop`).
 ///
+/// Every origin's requests go direct or through one HTTP CONNECT proxy, decided once per
+/// origin by `Configuration.proxy` (the environment as curl and Go read it, or settings): the
+/// HTTP/2 engine tunnels through `http://` proxies (`ProxyTunnel`), libcurl serves `https://`
+/// proxies and its own origins with the same decision.
+///
 /// TLS peer and host-name verification are always on, with the system trust store plus
 /// `Configuration.additionalTrustedCAFile`. Every failure is a typed `HTTPClientError`; a
 /// request's timeout counts from submission (waiting for a connection or a stream included).

@@ -106,6 +106,9 @@ package struct HTTPProxyConfiguration: Sendable {
     package var noProxy: String?
     /// The variables read (the process environment unless a test gives its own).
     package var environment: [String: String]
+    /// What the two settings are called where they were set, for messages (the relay's are
+    /// `RELAY_HTTPS_PROXY`, `RELAY_NO_PROXY`).
+    package var settingNames = (httpsProxy: "httpsProxy", noProxy: "noProxy")
 
     package init(httpsProxy: String? = nil, noProxy: String? = nil, environment: [String: String]? = nil) {
         self.httpsProxy = httpsProxy
@@ -122,7 +125,7 @@ package struct HTTPProxyConfiguration: Sendable {
         return result
     }
 
-    static let variableNames = [
+    package static let variableNames = [
         "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
     ]
 
@@ -137,7 +140,7 @@ package struct HTTPProxyConfiguration: Sendable {
     /// The proxy text for an origin's scheme and where it came from, or nil for none.
     func proxySource(isTLS: Bool) -> (source: String, url: String)? {
         if isTLS, let httpsProxy {
-            return httpsProxy.trimmingASCIIWhitespace().isEmpty ? nil : ("httpsProxy", httpsProxy)
+            return httpsProxy.trimmingASCIIWhitespace().isEmpty ? nil : (settingNames.httpsProxy, httpsProxy)
         }
         let names = isTLS ? ["https_proxy", "HTTPS_PROXY"] : ["http_proxy", "HTTP_PROXY"]
         if let (name, value) = variable(names + ["all_proxy", "ALL_PROXY"]) { return (name, value) }
@@ -146,7 +149,7 @@ package struct HTTPProxyConfiguration: Sendable {
 
     /// The exception list and where it came from.
     func noProxySource() -> (source: String, list: String)? {
-        if let noProxy { return ("noProxy", noProxy) }
+        if let noProxy { return (settingNames.noProxy, noProxy) }
         if let (name, value) = variable(["no_proxy", "NO_PROXY"]) { return (name, value) }
         return nil
     }
@@ -164,10 +167,16 @@ package struct HTTPProxyConfiguration: Sendable {
         }
     }
 
+    /// Where requests to `url` go, and why; nil for a URL that is not absolute http(s).
+    package func route(forURL url: String) -> HTTPProxyRoute? {
+        guard let origin = try? HTTPRoute.parse(url).origin else { return nil }
+        return route(isTLS: origin.isTLS, host: origin.host, port: origin.port)
+    }
+
     /// Where requests to `scheme://host:port` go, and why.
     package func route(isTLS: Bool, host: String, port: Int) -> HTTPProxyRoute {
         guard let (source, url) = proxySource(isTLS: isTLS) else {
-            if isTLS, let httpsProxy, httpsProxy.trimmingASCIIWhitespace().isEmpty { return .direct(reason: "httpsProxy is empty") }
+            if isTLS, let httpsProxy, httpsProxy.trimmingASCIIWhitespace().isEmpty { return .direct(reason: "\(settingNames.httpsProxy) is empty") }
             return .direct(reason: "no proxy configured")
         }
         if let (listSource, list) = noProxySource(), let entry = NoProxyList(list).match(host: host, port: port) {

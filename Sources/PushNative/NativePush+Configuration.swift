@@ -67,8 +67,24 @@ extension NativePush {
             }
         }
 
+        /// The egress proxy, overriding both `PushConfiguration`'s (`httpsProxy`, `noProxy` in
+        /// settings.json or `HAPI_PUSH_HTTPS_PROXY`/`HAPI_PUSH_NO_PROXY`) and the environment's
+        /// (`HTTPS_PROXY`, `NO_PROXY`, …). Nil fields leave the decision to those.
+        public struct Proxy: Sendable {
+            /// `http://[user:password@]host:port` or `https://…` (TLS to the proxy); "" = direct.
+            public var httpsProxy: String?
+            /// Comma-separated hosts, domain suffixes, IP addresses, CIDR blocks, `host:port`, `*`.
+            public var noProxy: String?
+
+            public init(httpsProxy: String? = nil, noProxy: String? = nil) {
+                self.httpsProxy = httpsProxy
+                self.noProxy = noProxy
+            }
+        }
+
         public var timeouts: Timeouts
         public var connections: Connections
+        public var proxy: Proxy
         public var concurrency: Concurrency
         /// Retries of transient answers (429, 5xx); none by default.
         public var retry: PushRetryPolicy
@@ -79,8 +95,9 @@ extension NativePush {
 
         public init(
             timeouts: Timeouts = Timeouts(), connections: Connections = Connections(), concurrency: Concurrency = Concurrency(),
-            retry: PushRetryPolicy = .none, dispatchWindow: Int = 2048
+            retry: PushRetryPolicy = .none, dispatchWindow: Int = 2048, proxy: Proxy = Proxy()
         ) {
+            self.proxy = proxy
             self.timeouts = timeouts
             self.connections = connections
             self.concurrency = concurrency
@@ -92,9 +109,16 @@ extension NativePush {
         /// checked by the client's own check.
         public func validate() throws(NativePushError) {
             do {
-                _ = try httpClientConfiguration(caFile: nil).validated()
+                _ = try httpClientConfiguration(caFile: nil, settings: nil).validated()
             } catch {
                 throw NativePushError(message: "NativePush.Configuration: \(error.detail ?? error.description)")
+            }
+            if let url = proxy.httpsProxy, url.contains(where: { !$0.isWhitespace }) {
+                do {
+                    _ = try HTTPProxy(url: url)
+                } catch {
+                    throw NativePushError(message: "NativePush.Configuration: proxy.httpsProxy: \(error.detail ?? "invalid proxy URL")")
+                }
             }
             for (name, value) in [
                 ("concurrency.relay", concurrency.relay), ("concurrency.apns", concurrency.apns), ("concurrency.fcm", concurrency.fcm),
@@ -108,12 +132,15 @@ extension NativePush {
         }
 
         /// The shared client's configuration: built here only, for `validate()` and for the client.
-        func httpClientConfiguration(caFile: String?) -> HTTPClient.Configuration {
-            HTTPClient.Configuration(
+        func httpClientConfiguration(caFile: String?, settings: PushConfiguration? = nil) -> HTTPClient.Configuration {
+            var proxies = settings?.proxyConfiguration ?? HTTPProxyConfiguration()
+            if let httpsProxy = proxy.httpsProxy { proxies.httpsProxy = httpsProxy }
+            if let noProxy = proxy.noProxy { proxies.noProxy = noProxy }
+            return HTTPClient.Configuration(
                 requestTimeout: timeouts.request, connectTimeout: timeouts.connect, maximumResponseBodyBytes: connections.maximumResponseBytes,
                 additionalTrustedCAFile: caFile, maximumConnectionsPerHost: connections.maximumPerHost,
                 maximumConcurrentStreamsPerConnection: connections.maximumConcurrentStreams, maximumCachedConnections: connections.maximumCached,
-                pingInterval: timeouts.pingInterval, pingTimeout: timeouts.pingTimeout)
+                pingInterval: timeouts.pingInterval, pingTimeout: timeouts.pingTimeout, proxy: proxies)
         }
     }
 }

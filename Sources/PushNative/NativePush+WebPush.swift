@@ -31,7 +31,7 @@ struct WebPushChannel: Sendable {
         guard configuration.webPush.isEnabled else {
             return WebPushChannel(routes: routes, store: subscriptions, transport: nil, client: nil, offReason: "Web Push is off (\(configuration.webPush))")
         }
-        var clientConfiguration = runtime.httpClientConfiguration(caFile: configuration.caFile)
+        var clientConfiguration = runtime.httpClientConfiguration(caFile: configuration.caFile, settings: configuration)
         clientConfiguration.addressPolicy = configuration.webPush.allowsPrivateEndpoints ? .any : .publicOnly
         let client = try HTTPClient(configuration: clientConfiguration)
         let vapid = WebPushVAPID(keyPair: keyPair, subject: configuration.webPush.subject)

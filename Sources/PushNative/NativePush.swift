@@ -68,7 +68,7 @@ public final class NativePush: Sendable {
         logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil, dataDirectory: String? = nil
     ) throws {
         try runtime.validate()
-        let client = try HTTPClient(configuration: runtime.httpClientConfiguration(caFile: configuration.caFile))
+        let client = try HTTPClient(configuration: runtime.httpClientConfiguration(caFile: configuration.caFile, settings: configuration))
         let retryPolicy = runtime.retry
         self.client = client
         self.runtime = runtime

@@ -72,6 +72,11 @@ extension PushConfiguration {
                         diagnostics.append(Diagnostic(
                             level: .info, setting: setting.settingsKey,
                             message: "\(setting.environmentVariable) holds a password, so it is not saved to settings.json"))
+                    } else if setting == .httpsProxy, HTTPProxy.redact(fromEnvironment) != fromEnvironment {
+                        // The proxy's password stays in the environment, never in a file.
+                        diagnostics.append(Diagnostic(
+                            level: .info, setting: setting.settingsKey,
+                            message: "HAPI_PUSH_HTTPS_PROXY holds a password, so it is not saved to settings.json"))
                     } else if setting == .databaseURL, databaseURLHasPassword(fromEnvironment) {
                         // A password stays where the operator put it: never copied into a file.
                         diagnostics.append(Diagnostic(
@@ -114,10 +119,12 @@ extension PushConfiguration {
         let webPush = PushWebPushSettings.resolve(
             mode: builder.value(.webPushMode), allowPrivate: builder.value(.webPushAllowPrivateEndpoints),
             subject: environment["VAPID_SUBJECT"], stored: stored["vapidKeys"], diagnostics: &builder.diagnostics)
+        builder.checkProxy()
         return PushConfiguration(
             android: android, ios: ios, registry: registry, webPush: webPush, relayURL: relayURL ?? "",
             apnsEndpoint: builder.apnsEndpoint ?? "", fcmEndpoint: builder.fcmEndpoint(), caFile: builder.caFile(),
-            settings: settings, diagnostics: builder.diagnostics, persistedKeys: persisted)
+            settings: settings, diagnostics: builder.diagnostics, persistedKeys: persisted,
+            proxyEnvironment: environment.filter { HTTPProxyConfiguration.variableNames.contains($0.key) })
     }
 
     /// Whether a database URL holds a password, which is never saved to settings.json: libpq's
@@ -167,6 +174,17 @@ extension PushConfiguration {
         mutating func relayURL() -> String? { validatedURL(.relayURL) }
 
         mutating func fcmEndpoint() -> String { validatedURL(.fcmEndpoint) ?? PushSetting.fcmEndpoint.defaultValue ?? "" }
+
+        /// An unusable proxy URL is reported, not dropped: requests then fail rather than
+        /// bypass the proxy the operator asked for.
+        mutating func checkProxy() {
+            guard let url = value(.httpsProxy), !url.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+            do {
+                _ = try HTTPProxy(url: url)
+            } catch {
+                report(.error, .httpsProxy, "HAPI_PUSH_HTTPS_PROXY \(error.detail ?? "is not a proxy URL"): every request fails until it is fixed")
+            }
+        }
 
         mutating func caFile() -> String? {
             guard let path = value(.caFile) else { return nil }

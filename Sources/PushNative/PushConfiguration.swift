@@ -140,6 +140,9 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     public let diagnostics: [Diagnostic]
     /// settings.json keys written on this load (first sight of an environment value).
     public let persistedKeys: [String]
+    /// `HTTPS_PROXY`, `NO_PROXY` and the other standard proxy variables of the environment
+    /// this configuration was loaded from: the hub's HTTP client follows them.
+    let proxyEnvironment: [String: String]
 
     public var description: String {
         var lines = [
@@ -148,6 +151,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
             "registry: \(registry)",
             "webpush: \(webPush)",
         ]
+        lines += egress().map { "egress: \($0.endpoint) → \($0.route)" }
         for setting in PushSetting.all {
             guard let resolved = settings[setting.settingsKey] else { continue }
             lines.append("  \(setting.settingsKey) = \(shownValue(setting) ?? "(unset)") [\(resolved.source.rawValue)]")
@@ -160,7 +164,36 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     public func shownValue(_ setting: PushSetting) -> String? {
         guard let value = settings[setting.settingsKey]?.value else { return nil }
         if setting == .databaseURL { return DatabaseURLRedaction.redact(value) }
+        if setting == .httpsProxy { return HTTPProxy.redact(value) }
         return setting.isURL ? HTTPBaseURL.redactingPassword(value) : value
+    }
+
+    /// The proxy setting (`httpsProxy`/`HAPI_PUSH_HTTPS_PROXY`), overriding `HTTPS_PROXY`; nil
+    /// when unset, "" for "direct".
+    public var httpsProxy: String? { settings[PushSetting.httpsProxy.settingsKey]?.value }
+    /// The proxy exceptions (`noProxy`/`HAPI_PUSH_NO_PROXY`), overriding `NO_PROXY`.
+    public var noProxy: String? { settings[PushSetting.noProxy.settingsKey]?.value }
+
+    /// The proxy decision every request of a hub on this configuration follows.
+    var proxyConfiguration: HTTPProxyConfiguration {
+        HTTPProxyConfiguration(httpsProxy: httpsProxy, noProxy: noProxy, environment: proxyEnvironment)
+    }
+
+    /// How each endpoint this configuration sends to is reached: `direct (why)` or the proxy
+    /// (password `***`) and where it was configured.
+    public func egress() -> [(endpoint: String, route: String)] {
+        let proxies = proxyConfiguration
+        var endpoints: [(String, String)] = []
+        let usesRelay = android.transport.name == "relay" || ios.transport.name == "relay"
+        if usesRelay, !relayURL.isEmpty { endpoints.append(("relay", relayURL)) }
+        if ios.transport.name == "apns", !apnsEndpoint.isEmpty { endpoints.append(("apns", apnsEndpoint)) }
+        if android.transport.name == "fcm" {
+            endpoints.append(("fcm", fcmEndpoint))
+            endpoints.append(("oauth", FCMServiceAccount.defaultTokenURI))
+        }
+        return endpoints.map { name, url in
+            (name, proxies.route(forURL: url)?.description ?? "direct (the URL is unusable)")
+        }
     }
 
     /// The `hapi-push config --json` object.
@@ -179,11 +212,31 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
             "ios": .object(["mode": .string(ios.mode), "transport": .string(ios.transport.name), "reason": .string(ios.reason)]),
             "registry": .object(["store": .string(registry.name), "location": .string(registry.location)]),
             "webPush": webPush.jsonValue,
+            "egress": .object(Dictionary(egress().map { ($0.endpoint, JSONValue.string($0.route)) }, uniquingKeysWith: { first, _ in first })),
             "settings": .object(settingsObject),
             "diagnostics": .array(
                 diagnostics.map {
                     .object(["level": .string($0.level.rawValue), "setting": .string($0.setting), "message": .string($0.message)])
                 }),
         ])
+    }
+}
+
+extension PushConfiguration: CustomReflectable {
+    /// What `dump()`, debuggers and reflection-based loggers see: the printable values only, so
+    /// the proxy's password (in a setting and in the captured environment) appears as `***`.
+    public var customMirror: Mirror {
+        var shownSettings: [String: String] = [:]
+        for setting in PushSetting.all {
+            guard let resolved = settings[setting.settingsKey] else { continue }
+            shownSettings[setting.settingsKey] = "\(shownValue(setting) ?? "(unset)") [\(resolved.source.rawValue)]"
+        }
+        return Mirror(
+            self,
+            children: [
+                "android": android, "ios": ios, "registry": registry, "relayURL": relayURL, "apnsEndpoint": apnsEndpoint,
+                "fcmEndpoint": fcmEndpoint, "caFile": caFile as Any, "settings": shownSettings, "diagnostics": diagnostics,
+                "persistedKeys": persistedKeys, "egress": egress().map { "\($0.endpoint) → \($0.route)" },
+            ], displayStyle: .struct)
     }
 }

@@ -35,6 +35,13 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let databaseURL = PushSetting(
         environmentVariable: "HAPI_PUSH_DATABASE_URL", settingsKey: "pushDatabaseUrl", defaultValue: nil, isPath: false)
 
+    /// The egress proxy for every https request (APNs, FCM, Google's OAuth, the relay):
+    /// overrides `HTTPS_PROXY`/`https_proxy`/`ALL_PROXY`; empty means "direct". May hold a
+    /// password: shown as `***`, never saved to settings.json from the environment.
+    public static let httpsProxy = PushSetting(
+        environmentVariable: "HAPI_PUSH_HTTPS_PROXY", settingsKey: "httpsProxy", defaultValue: nil, isPath: false)
+    /// Hosts that bypass the proxy, as `NO_PROXY` (which it overrides).
+    public static let noProxy = PushSetting(environmentVariable: "HAPI_PUSH_NO_PROXY", settingsKey: "noProxy", defaultValue: nil, isPath: false)
     /// Web Push to the operator's browsers when no native device got a notification: `auto`
     /// (default) or `off`.
     public static let webPushMode = PushSetting(
@@ -51,7 +58,8 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     /// Every setting, in the order documented and printed.
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
-        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .webPushMode, .webPushAllowPrivateEndpoints,
+        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .httpsProxy, .noProxy, .webPushMode,
+        .webPushAllowPrivateEndpoints,
     ]
 }
 

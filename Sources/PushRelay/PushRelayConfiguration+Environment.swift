@@ -30,6 +30,8 @@ extension PushRelayConfiguration {
     /// | `RELAY_PORT` | listen port, 0 = any free one | `8790` |
     /// | `RELAY_TRUST_PROXY` | `1`/`true`: rate-limit by the first `X-Forwarded-For` hop | off |
     /// | `RELAY_CA_FILE` | extra CA (PEM) trusted outbound | system store only |
+    /// | `RELAY_HTTPS_PROXY` | egress proxy `http(s)://[user:password@]host:port`, overriding `HTTPS_PROXY`; empty = direct | `HTTPS_PROXY`, `ALL_PROXY` |
+    /// | `RELAY_NO_PROXY` | hosts that bypass the proxy, overriding `NO_PROXY` | `NO_PROXY` |
     /// | `RELAY_METRICS_PORT` | Prometheus text on 127.0.0.1:PORT/metrics | off |
     /// | `RELAY_REDIS_URL` | `redis://` or `rediss://`: rate limits shared in Redis | in memory |
     /// | `RELAY_REDIS_CA_FILE` | extra CA (PEM) trusted for `rediss://` | `RELAY_CA_FILE` |
@@ -68,6 +70,18 @@ extension PushRelayConfiguration {
                 _ = try HTTPTrustRoots.readAdditionalCAFile(caFile)
             } catch {
                 throw PushRelayStartupError("RELAY_CA_FILE: \(Self.excerpt(error.detail ?? "\(caFile) is unusable"))")
+            }
+        }
+        // An empty RELAY_HTTPS_PROXY counts as unset for the reader: "direct" is `NO_PROXY=*`.
+        httpsProxy = try reader.value("RELAY_HTTPS_PROXY")
+        noProxy = try reader.value("RELAY_NO_PROXY")
+        proxyEnvironment = environment.filter { HTTPProxyConfiguration.variableNames.contains($0.key) }
+        if let httpsProxy {
+            // A proxy that cannot be used stops the relay here, the password shown as ***.
+            do {
+                _ = try HTTPProxy(url: httpsProxy)
+            } catch {
+                throw PushRelayStartupError("RELAY_HTTPS_PROXY: \(Self.excerpt(error.detail ?? "not a proxy URL"))")
             }
         }
         let redisCAFile = try reader.value("RELAY_REDIS_CA_FILE")
@@ -155,8 +169,8 @@ extension PushRelayConfiguration {
         "RELAY_APNS_KEY_P8_PATH", "RELAY_APNS_KEY_ID", "RELAY_APNS_TEAM_ID", "RELAY_APNS_BUNDLE_ID", "RELAY_APNS_ENV", "RELAY_APNS_ENDPOINT",
         "RELAY_FCM_SERVICE_ACCOUNT_PATH", "RELAY_FCM_PACKAGE_NAME", "RELAY_FCM_ENDPOINT", "RELAY_HOST", "RELAY_PORT", "RELAY_TRUST_PROXY",
         "RELAY_CA_FILE", "RELAY_METRICS_PORT", "RELAY_REDIS_URL", "RELAY_REDIS_CA_FILE", "RELAY_MAX_CONNECTIONS",
-        "RELAY_MAX_CONNECTIONS_PER_IP",
-    ]
+        "RELAY_MAX_CONNECTIONS_PER_IP", "RELAY_HTTPS_PROXY", "RELAY_NO_PROXY",
+    ] + HTTPProxyConfiguration.variableNames
 
     /// The relay's variables in the running process.
     public static var processEnvironment: [String: String] {

@@ -1,5 +1,6 @@
 import CHapiMicrohttpd
 public import PushTransports
+import PushHTTP
 
 /// Everything `hapi-push-relay` runs with. `init(environment:)` reads the official relay's
 /// variables (docs/relay.md); tests and embedders may also build one directly.
@@ -116,6 +117,14 @@ public struct PushRelayConfiguration: Sendable {
     public var trustProxy: Bool
     /// `RELAY_CA_FILE`: a PEM bundle trusted for outbound TLS in addition to the system store.
     public var caFile: String?
+    /// `RELAY_HTTPS_PROXY`: the egress proxy to APNs, FCM and Google's OAuth endpoint
+    /// (`http://[user:password@]host:port` or `https://…`), overriding `HTTPS_PROXY`; "" = direct.
+    public var httpsProxy: String?
+    /// `RELAY_NO_PROXY`: hosts that bypass the proxy, overriding `NO_PROXY`.
+    public var noProxy: String?
+    /// The standard proxy variables (`HTTPS_PROXY`, `https_proxy`, `ALL_PROXY`, `NO_PROXY`, …)
+    /// as `init(environment:)` found them; used when `httpsProxy`/`noProxy` are nil.
+    public var proxyEnvironment: [String: String] = [:]
     /// `RELAY_METRICS_PORT`: Prometheus text on `http://127.0.0.1:PORT/metrics`; nil for none.
     public var metricsPort: Int?
     /// How long one push may take from validation to answer; a provider that never answers
@@ -149,10 +158,23 @@ public struct PushRelayConfiguration: Sendable {
         self.deviceLimit = deviceLimit
     }
 
+    /// How the providers are reached: `direct (why)` or the proxy (password `***`).
+    public var egress: String {
+        let endpoint = apns?.endpoint ?? fcm?.endpoint ?? "https://api.push.apple.com"
+        return proxyConfiguration.route(forURL: endpoint)?.description ?? "direct"
+    }
+
+    /// The proxy decision of the relay's HTTP client.
+    var proxyConfiguration: HTTPProxyConfiguration {
+        var proxies = HTTPProxyConfiguration(httpsProxy: httpsProxy, noProxy: noProxy, environment: proxyEnvironment)
+        proxies.settingNames = ("RELAY_HTTPS_PROXY", "RELAY_NO_PROXY")
+        return proxies
+    }
+
     /// One line for the start-up message: which platforms are served, and how.
     public var summary: String {
         let ios = apns.map { "APNs \($0.environment.rawValue), topic \($0.credentials.bundleId)" } ?? "off"
         let android = fcm.map { "FCM project \($0.account.projectId), package \($0.packageName)" } ?? "off"
-        return "ios: \(ios); android: \(android)"
+        return "ios: \(ios); android: \(android); egress: \(egress)"
     }
 }

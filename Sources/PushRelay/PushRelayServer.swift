@@ -115,7 +115,9 @@ public final class PushRelayServer: Sendable {
         let client: HTTPClient
         do {
             client = try HTTPClient(
-                configuration: .init(requestTimeout: configuration.providerTimeout, additionalTrustedCAFile: configuration.caFile))
+                configuration: .init(
+                    requestTimeout: configuration.providerTimeout, additionalTrustedCAFile: configuration.caFile,
+                    proxy: configuration.proxyConfiguration))
         } catch {
             Self.abandon(client: nil, log: ownLog, limiter: owned)
             throw PushRelayStartupError(configuration.caFile != nil ? "RELAY_CA_FILE: \(error)" : "cannot start the HTTP client: \(error)")

@@ -52,7 +52,9 @@ final class RelayConnectionGuard: Sendable {
 
     private struct State {
         var records: [UInt: Record] = [:]
-        var lastSweep: Int64 = 0
+        /// When waiting connections were last asked about (every other pass).
+        var lastProbe: Int64 = 0
+        var passes = 0
         var serial: UInt64 = 0
         var stopped = false
         var deadlineClosed = 0
@@ -132,9 +134,10 @@ final class RelayConnectionGuard: Sendable {
     private func move(_ connection: OpaquePointer, to phase: Phase, markBytes: Bool = false) {
         let key = Self.key(connection)
         let now = Self.now()
+        // On the connection's own thread: its socket is open; ask the kernel before the lock.
+        let mark = markBytes ? max(0, hapi_tcp_bytes_received(hapi_mhd_connection_fd(connection))) : 0
         state.withLock { state in
             guard let record = state.records[key], record.phase != .closing, record.phase != phase else { return }
-            let mark = markBytes ? max(0, hapi_tcp_bytes_received(record.socket)) : 0
             state.serial += 1
             state.records[key] = Record(socket: record.socket, phase: phase, since: now, mark: mark, serial: state.serial)
         }
@@ -144,26 +147,40 @@ final class RelayConnectionGuard: Sendable {
 
     /// One pass: starts the head deadline of waiting connections that received bytes, and
     /// closes those past a deadline. Returns false once stopped.
+    ///
+    /// The kernel is asked about waiting connections (one `getsockopt` each) outside the lock,
+    /// every other pass: with ten thousand idle hubs, holding the lock meanwhile would stall
+    /// libmicrohttpd's threads. A record that changed in between (its serial) is left alone.
     @discardableResult
     func sweep(now: Int64) -> Bool {
-        state.withLock { state in
+        let waiting = state.withLock { state -> [(key: UInt, socket: Int32, mark: Int64, serial: UInt64)]? in
+            guard !state.stopped else { return nil }
+            state.passes += 1
+            guard state.passes % 2 == 0 else { return [] }
+            return state.records.compactMap { key, record in
+                record.phase == .waiting ? (key, record.socket, record.mark, record.serial) : nil
+            }
+        }
+        guard let waiting else { return false }
+        // Bytes since the phase began: a request has started. Its first byte came after the
+        // previous probe (which saw none), so the deadline counts from then, or from the
+        // phase's start if later.
+        let started = waiting.filter { hapi_tcp_bytes_received($0.socket) > $0.mark }
+        return state.withLock { state in
             guard !state.stopped else { return false }
-            let previous = state.lastSweep
-            state.lastSweep = now
+            let previous = state.lastProbe
+            if state.passes % 2 == 0 { state.lastProbe = now }
+            for entry in started {
+                guard let record = state.records[entry.key], record.serial == entry.serial, record.phase == .waiting else { continue }
+                state.records[entry.key] = Record(socket: record.socket, phase: .head, since: max(record.since, previous), serial: record.serial)
+            }
             for (key, record) in state.records {
                 switch record.phase {
-                case .waiting:
-                    // Bytes since the phase began: a request has started. Its first byte came
-                    // after the previous sweep (which saw none), so the deadline counts from
-                    // then, or from the phase's start if later.
-                    let received = hapi_tcp_bytes_received(record.socket)
-                    guard received > record.mark else { continue }
-                    state.records[key] = Record(socket: record.socket, phase: .head, since: max(record.since, previous), serial: record.serial)
                 case .head:
                     if now - record.since > settings.headDeadlineMilliseconds { close(key, record, &state) }
                 case .body:
                     if now - record.since > settings.bodyDeadlineMilliseconds { close(key, record, &state) }
-                case .answering, .closing:
+                case .waiting, .answering, .closing:
                     continue
                 }
             }

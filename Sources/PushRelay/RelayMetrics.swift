@@ -68,11 +68,14 @@ final class RelayMetrics: Sendable {
             out.sample("hapi_push_relay_pushes_total", .init([("platform", key.platform), ("outcome", key.outcome)]), s.pushes[key] ?? 0)
         }
         out.family("hapi_push_relay_rate_limited_total", .counter, help: "Pushes refused by the relay's own limit, by scope.")
-        for scope in ["client", "device"] { out.sample("hapi_push_relay_rate_limited_total", .init([("scope", scope)]), s.rateLimited[scope] ?? 0) }
+        for scope in ["client", "device"] {
+            out.sample("hapi_push_relay_rate_limited_total", .init([("scope", scope)]), s.rateLimited[scope] ?? 0)
+        }
         out.family("hapi_push_relay_push_duration_seconds", .histogram, help: "Time from a valid push to its answer.")
+        // The sum as Swift prints a Double (`0.0`), as the relay always has.
         out.histogram(
-            "hapi_push_relay_push_duration_seconds", bounds: Self.durationBuckets, cumulativeCounts: s.durationCounts, count: s.durationCount,
-            sum: "\(s.durationSum)")
+            "hapi_push_relay_push_duration_seconds", bounds: Self.durationBuckets, cumulativeCounts: s.durationCounts,
+            count: s.durationCount, sum: "\(s.durationSum)")
         out.family("hapi_push_relay_pushes_in_flight", .gauge, help: "Pushes waiting for their answer.")
         out.sample("hapi_push_relay_pushes_in_flight", s.inFlight)
         if let redis = redisStatus?() {

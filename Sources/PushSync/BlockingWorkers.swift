@@ -1,9 +1,8 @@
-import CHapiLinux
 import Glibc
 
-/// A few dedicated threads (`PushThread`s) that run blocking work (SQLite, libpq) so that no Swift concurrency
-/// thread ever waits on a busy database or a slow server: callers enqueue a job and suspend on
-/// a continuation until a worker has run it.
+/// A few dedicated threads (`PushThread`s) that run blocking work (SQLite, libpq) so that no
+/// Swift concurrency thread ever waits on a busy database or a slow server: callers enqueue a
+/// job and suspend on a continuation until a worker has run it.
 ///
 /// Each worker owns one `Resource` (a database connection), made on its own thread by
 /// `makeResource` and touched only by that thread, so a resource needs no lock of its own.

@@ -1,3 +1,5 @@
+import PushSync
+
 /// A way out of the hub: the relay, direct APNs or direct FCM. The dispatcher hands each
 /// transport the deliveries of one event; the transport sends them with at most its
 /// concurrency in flight and answers one `PushResult` per delivery, in order. It never throws:
@@ -35,25 +37,30 @@ extension PushTransport {
 
 /// Runs `operation` for `0..<count` with at most `limit` in flight, starting the next as soon
 /// as any one ends; results in index order. One slow element delays only itself.
+///
+/// `limit` workers, each taking the next index when its last one ends: no task and no wakeup
+/// of a coordinating task per element.
 func window<Result: Sendable>(_ count: Int, limit: Int, _ operation: @escaping @Sendable (Int) async -> Result) async -> [Result] {
     guard count > 0 else { return [] }
-    return await withTaskGroup(of: (Int, Result).self) { group in
-        var results = [Result?](repeating: nil, count: count)
-        var next = 0
-        let width = max(1, limit)
-        while next < count && next < width {
-            let index = next
-            group.addTask { (index, await operation(index)) }
-            next += 1
-        }
-        while let (index, result) = await group.next() {
-            results[index] = result
-            if next < count {
-                let index = next
-                group.addTask { (index, await operation(index)) }
-                next += 1
+    let next = Locked(0)
+    let workers = min(max(1, limit), count)
+    return await withTaskGroup(of: [(Int, Result)].self) { group in
+        for _ in 0..<workers {
+            group.addTask {
+                var done: [(Int, Result)] = []
+                while true {
+                    let index = next.withLock { value -> Int? in
+                        guard value < count else { return nil }
+                        value += 1
+                        return value - 1
+                    }
+                    guard let index else { return done }
+                    done.append((index, await operation(index)))
+                }
             }
         }
+        var results = [Result?](repeating: nil, count: count)
+        for await done in group { for (index, result) in done { results[index] = result } }
         return results.compactMap { $0 }
     }
 }

@@ -30,7 +30,6 @@ package struct RelayTransport: PushTransport {
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
-        // Asked once per batch: requests of a batch that started before an outage belong to it.
         let (backingOff, batchStart) = call.batchStart()
         return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
             switch draft(index) {

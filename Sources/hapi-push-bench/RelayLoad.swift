@@ -154,9 +154,14 @@ final class HubLoad: @unchecked Sendable {
         var wheelTime = holdStart
         let end = holdStart + Int64(seconds * 1000)
         var chunk = [UInt8](repeating: 0, count: 16384)
-        while loadNow() < end {
+        // After `end`: no new pushes; up to 5 s for the answers still owed.
+        while true {
             let now = loadNow()
-            while wheelTime <= now {
+            if now >= end {
+                let owed = connections.reduce(0) { $0 + ($1.open && $1.sentAt != 0 ? 1 : 0) }
+                if owed == 0 || now >= end + 5000 { break }
+            }
+            while wheelTime <= min(now, end) {
                 let position = Int((wheelTime - holdStart) / slotMilliseconds) % wheelSize
                 let due = wheel[position]
                 wheel[position] = []

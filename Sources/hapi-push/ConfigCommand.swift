@@ -41,6 +41,10 @@ enum ConfigCommand {
         print(
             "Web Push:              \(web.isEnabled ? "on" : "off")   mode \(Terminal.line(web.mode)), subject \(Terminal.line(web.subject)), VAPID pair \(web.vapidKeys)"
                 + (web.allowsPrivateEndpoints ? ", private endpoints allowed" : ""))
+        // Which proxy each endpoint's requests take, or `direct` and why (password as ***).
+        for (endpoint, route) in configuration.egress() {
+            print(pad("Egress \(endpoint):", 22) + " " + Terminal.line(route))
+        }
         print("")
         print("SETTING                ENVIRONMENT               SOURCE   VALUE")
         for setting in PushSetting.all {

@@ -189,9 +189,12 @@ import Testing
         #expect(!"\(result)".contains("pw-9"))
         #expect(server.connectionsAccepted == 0)
         await client.shutdown()
-        #expect(throws: HTTPClientError.invalidConfiguration) {
-            try HTTPClient(configuration: .init(proxy: HTTPProxyConfiguration(httpsProxy: "ftp://proxy", environment: [:])))
-        }
+        let setting = try HTTPClient(configuration: .init(proxy: HTTPProxyConfiguration(httpsProxy: "ftp://u:pw-9@proxy", environment: [:])))
+        let refused = await setting.result(HTTPRequest(url: server.localhostBaseURL + "/ftp"))
+        #expect(refused.failure == .invalidConfiguration)
+        #expect(refused.failure?.detail?.hasPrefix("httpsProxy:") == true, "\(refused)")
+        #expect(!"\(refused)".contains("pw-9"))
+        await setting.shutdown()
     }
 }
 

@@ -80,7 +80,9 @@ final class ConfigFixture: @unchecked Sendable {
         "iosPushRelayUrl": "https://relay.example.test", "apnsKeyP8Path": "/nonexistent/key.p8", "apnsKeyId": "KID",
         "apnsTeamId": "TEAM", "apnsBundleId": "b.id", "apnsEnv": "sandbox", "apnsEndpoint": "https://apns.example.test",
         "fcmEndpoint": "https://fcm.example.test", "pushCaFile": "/nonexistent/ca.pem",
-        "pushDatabaseUrl": "postgresql://hub@db.example.test:5432/hapi", "webPushMode": "off", "webPushAllowPrivateEndpoints": "1",
+        "pushDatabaseUrl": "postgresql://hub@db.example.test:5432/hapi",
+        "httpsProxy": "http://proxy.example.test:3128", "noProxy": ".example.test,10.0.0.0/8",
+        "webPushMode": "off", "webPushAllowPrivateEndpoints": "1",
     ]
 
     @Test(arguments: PushSetting.all)

@@ -36,7 +36,10 @@ final class SecretWorld: @unchecked Sendable {
     /// A service account whose token URI answers `invalid_grant` (the OAuth-failure case).
     let refusedAccountPath: String
     private let table = ScenarioTable()
-    private let knownSecrets = Locked<[String]>([LoopbackProviders.accessToken])
+    private let knownSecrets = Locked<[String]>([LoopbackProviders.accessToken, SecretWorld.proxyPassword])
+    /// A proxy password every hub here is configured with (the stand-ins are in NO_PROXY, so
+    /// requests go direct while every output shows the proxy).
+    static let proxyPassword = "Proxy-Passw0rd_secret"
 
     struct Device: Sendable {
         var platform: String
@@ -160,6 +163,9 @@ final class SecretWorld: @unchecked Sendable {
     func environment(ios: String, android: String, dataDirectory: String, refusedOAuth: Bool = false) -> [String: String] {
         var environment = providers.environment(iosMode: ios, androidMode: android, dataDirectory: dataDirectory)
         if refusedOAuth { environment["FCM_SERVICE_ACCOUNT_PATH"] = refusedAccountPath }
+        environment["HTTPS_PROXY"] = "http://hub:\(Self.proxyPassword)@proxy.invalid:3128"
+        environment["HAPI_PUSH_HTTPS_PROXY"] = "http://hub:\(Self.proxyPassword)@proxy.invalid:3128"
+        environment["NO_PROXY"] = "127.0.0.1,localhost"
         return environment
     }
 

@@ -247,8 +247,10 @@ import PushEnvelope
         let fixture = try ConfigFixture()
         fixture.environment["HAPI_ANDROID_PUSH"] = "bogus"
         let json = try fixture.load().jsonValue
-        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "webPush", "settings", "diagnostics"])
+        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "settings", "diagnostics", "egress", "webPush"])
         #expect(json["registry"]?["store"] == "sqlite")
+        // The default relay for iOS, reached directly unless a proxy is configured.
+        #expect(json["egress"]?["relay"] == "direct (no proxy configured)")
         #expect(Set(try #require(json["android"]?.objectValue).map(\.key)) == ["mode", "transport", "reason"])
         #expect(json["ios"]?["transport"] == "relay")
         #expect(json["settings"]?["androidPushMode"] == ["value": "bogus", "source": "env"])

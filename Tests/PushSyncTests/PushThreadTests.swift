@@ -169,7 +169,8 @@ private struct Unavailable: Error {}
 
     @Test func runOnceRunsOnAThreadOfItsOwn() async throws {
         let token = 0x5a_0007
-        let name = try await BlockingWorkers<Void>.runOnce(name: "hapi-test-once", unavailable: Unavailable()) { () throws(Unavailable) -> String in
+        let name = try await BlockingWorkers<Void>.runOnce(name: "hapi-test-once", unavailable: Unavailable()) {
+            () throws(Unavailable) -> String in
             markThisThread(token)
             return thisThreadName()
         }

@@ -24,12 +24,7 @@ import Testing
     @Test func pthreadCreateAppearsOnlyInThePrimitive() throws {
         let files = try Self.swiftSources()
         try #require(files.count > 50, "found only \(files.count) sources under \(Self.sources.path)")
-        let allowed: Set<String> = [
-            "PushSync/PushThread.swift",
-            // DNS resolution still starts a thread per lookup; it moves off threads in its own
-            // change (issue 20, item 6), which drops this entry.
-            "PushHTTP/SocketAddress.swift",
-        ]
+        let allowed: Set<String> = ["PushSync/PushThread.swift"]
         let offenders = files.filter { $0.text.contains("pthread_create") && !allowed.contains($0.path) }.map(\.path)
         #expect(offenders.isEmpty, "pthread_create outside PushThread: \(offenders)")
         #expect(files.contains { $0.path == "PushSync/PushThread.swift" && $0.text.contains("pthread_create(") })
