@@ -29,6 +29,10 @@ static inline CURLcode hapi_curl_global_init_all(void) { return curl_global_init
 static inline int hapi_curl_msg_is_done(const CURLMsg *m) { return m->msg == CURLMSG_DONE; }
 static inline CURLcode hapi_curl_msg_result(const CURLMsg *m) { return m->data.result; }
 static inline CURL *hapi_curl_msg_easy(const CURLMsg *m) { return m->easy_handle; }
+/* CURLOPT_OPENSOCKETFUNCTION: the address policy judges the address libcurl is about to use. */
+typedef curl_socket_t (*hapi_curl_opensocket_callback)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+static inline CURLcode hapi_curl_easy_setopt_opensocket(CURL *h, hapi_curl_opensocket_callback cb) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb); }
+static inline curl_socket_t hapi_curl_socket_bad(void) { return CURL_SOCKET_BAD; }
 
 /* Added for proxy tunnels: CURLINFO_ACTIVESOCKET fills a curl_socket_t. */
 static inline CURLcode hapi_curl_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *v) { return curl_easy_getinfo(h, i, v); }

@@ -15,6 +15,10 @@
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/kdf.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/param_build.h>
 #include <string.h>
 
 /* OPENSSL_free is a macro; Swift needs a function. */
@@ -50,4 +54,7 @@ static inline X509 *hapi_pem_read_x509_no_prompt(BIO *bio) {
 static inline EVP_PKEY *hapi_pem_read_pubkey_no_prompt(BIO *bio) {
     return PEM_read_bio_PUBKEY(bio, NULL, hapi_pem_refuse_passphrase, NULL);
 }
+/* Web Push (RFC 8291 / RFC 8292): the EVP_PKEY_fromdata selections are macros over other macros. */
+static inline int hapi_evp_pkey_selection_keypair(void) { return EVP_PKEY_KEYPAIR; }
+static inline int hapi_evp_pkey_selection_public(void) { return EVP_PKEY_PUBLIC_KEY; }
 #endif

@@ -6,6 +6,8 @@
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/hmac.h>
+#include <openssl/x509.h>
 #include <string.h>
 
 /* EVP_PKEY_Q_keygen takes variadic arguments (a size_t for RSA, a curve name for EC): typed wrappers. */

@@ -57,6 +57,16 @@ enum RegistrationValidation {
         "Invalid input: expected string, received \(receivedName(value))"
     }
 
+    /// zod's messages for a value that is not a string where a string of `minimum`…`maximum`
+    /// units is expected: the type error, then, for an array, the length checks zod runs on
+    /// anything with a `length` (`[]` is also "too small").
+    static func addNotAString(_ value: JSONValue?, field: String, maximum: Int? = nil, to issues: inout PushRegistrationError.FieldIssues) {
+        issues.add(field, expectedString(value))
+        guard case .array(let elements)? = value else { return }
+        if elements.isEmpty { issues.add(field, "Too small: expected array to have >=1 items") }
+        if let maximum, elements.count > maximum { issues.add(field, "Too big: expected array to have <=\(maximum) items") }
+    }
+
     /// The body as a hub reads it: text (invalid UTF-8 replaced, a BOM dropped, as `Request.text()`
     /// does), then `JSON.parse`; anything that does not parse is `null`.
     static func parseBody(_ body: [UInt8]) -> JSONValue {
@@ -84,7 +94,7 @@ enum RegistrationValidation {
         case .string(let text)?:
             if text.utf16.isEmpty { issues.add("token", tooSmallMessage) } else { token = text }
         case let other:
-            issues.add("token", expectedString(other))
+            addNotAString(other, field: "token", to: &issues)
             aborted = true
         }
         var platform: PushDevicePlatform?
@@ -106,7 +116,7 @@ enum RegistrationValidation {
                 deviceId = text
             }
         case let other:
-            issues.add("deviceId", expectedString(other))
+            addNotAString(other, field: "deviceId", maximum: maximumDeviceIdLength, to: &issues)
             aborted = true
         }
         var keyText: String?
@@ -151,7 +161,7 @@ enum RegistrationValidation {
         case .string?:
             issues.add("token", tooSmallMessage)
         case let other:
-            issues.add("token", expectedString(other))
+            addNotAString(other, field: "token", to: &issues)
         }
         throw issues.error
     }

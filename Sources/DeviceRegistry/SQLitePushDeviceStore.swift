@@ -44,11 +44,11 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
 
     public let configuration: Configuration
     /// One thread owning the write connection: writes queue here, one transaction at a time.
-    private let writer: BlockingWorkers<SQLiteConnection>
+    let writer: BlockingWorkers<SQLiteConnection>
     /// One thread owning a second, query-only connection: in WAL mode reads never wait for a
     /// writer (ours or another process's), so listing and a dispatch's device read do not
     /// queue behind a write stuck on a busy database.
-    private let reader: BlockingWorkers<SQLiteConnection>
+    let reader: BlockingWorkers<SQLiteConnection>
     private let sql: Statements
 
     /// Opens (creating when missing) the database and migrates its schema forward. Never
@@ -75,6 +75,7 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
         }
         try connection.execute("PRAGMA synchronous=NORMAL")
         let idIsInteger = try Self.migrate(connection, table: configuration.tableName, path: configuration.path)
+        try connection.execute(Self.webPushSubscriptionsSchema)
         let readConnection = try SQLiteConnection(path: configuration.path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
         try readConnection.execute("PRAGMA query_only=1")
         self.sql = Statements(table: configuration.tableName, idIsInteger: idIsInteger)

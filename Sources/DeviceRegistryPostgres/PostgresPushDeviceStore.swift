@@ -73,8 +73,8 @@ public final class PostgresPushDeviceStore: PushDeviceStore {
     public static let defaultTableName = "fcm_devices"
 
     public let configuration: Configuration
-    private let workers: BlockingWorkers<PostgresSession>
-    private let statements: PostgresStatements
+    let workers: BlockingWorkers<PostgresSession>
+    let statements: PostgresStatements
 
     private init(configuration: Configuration, workers: BlockingWorkers<PostgresSession>, statements: PostgresStatements) {
         self.configuration = configuration

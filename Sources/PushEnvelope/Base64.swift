@@ -110,6 +110,25 @@ package enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Decodes URL-safe base64 (RFC 4648 §5) with optional padding, as browsers give Web Push
+    /// keys (`PushSubscription.toJSON()`) and the `web-push` package stores VAPID keys. Nil on
+    /// any other character, on `+`/`/` (the standard alphabet is not URL-safe), or a bad length.
+    package static func urlDecode(_ text: String) -> [UInt8]? {
+        var bytes = Array(text.utf8)
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        guard !bytes.isEmpty, bytes.count % 4 != 1, Array(text.utf8).count - bytes.count <= 2 else { return nil }
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "-"): bytes[index] = UInt8(ascii: "+")
+            case UInt8(ascii: "_"): bytes[index] = UInt8(ascii: "/")
+            case UInt8(ascii: "+"), UInt8(ascii: "/"): return nil
+            default: break
+            }
+        }
+        while bytes.count % 4 != 0 { bytes.append(UInt8(ascii: "=")) }
+        return try? decode(utf8: bytes)
+    }
+
     /// Why a base64 text was refused (public as the reason inside `PushKeyError.invalidBase64`).
     package typealias DecodingFailure = PushKeyError.Base64Failure
 

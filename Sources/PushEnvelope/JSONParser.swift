@@ -19,7 +19,8 @@ package struct JSONParser {
 
     /// Parses as `JSON.parse` reads text the JavaScript hub received: a `\u` escape of an
     /// unpaired surrogate, which JavaScript keeps and a Swift string cannot hold, becomes U+FFFD
-    /// instead of an error (with `replacingLoneSurrogates`).
+    /// instead of an error (with `replacingLoneSurrogates`), and a number beyond the double
+    /// range is ±Infinity, as there.
     package static func parse(_ bytes: [UInt8], replacingLoneSurrogates: Bool) throws(PushJSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, replacingLoneSurrogates: replacingLoneSurrogates)
         parser.skipWhitespace()
@@ -254,7 +255,10 @@ package struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text), JSONValue.isSafeInteger(integer) { return .integer(integer) }
-        guard let double = Double(text), double.isFinite else { throw PushJSONParseError(.invalidNumber, offset: start) }
+        guard let double = Double(text) else { throw PushJSONParseError(.invalidNumber, offset: start) }
+        // JSON.parse reads a number beyond the double range (`1e400`) as ±Infinity; the strict
+        // reader refuses it.
+        guard double.isFinite || replacingLoneSurrogates else { throw PushJSONParseError(.invalidNumber, offset: start) }
         // A whole number written with a fraction or exponent ("1.0", "1e2") is the same number to
         // JavaScript; keep one representation so equality matches. Beyond 2^53 JavaScript holds
         // only the nearest double, and so do we.

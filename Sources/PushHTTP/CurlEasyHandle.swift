@@ -1,4 +1,5 @@
 import CHapiCurl
+import Glibc
 import Synchronization
 
 /// One attempt of one transfer: a libcurl easy handle and everything it points to (header
@@ -96,6 +97,18 @@ final class CurlEasyHandle {
         // Wait for the first connection's ALPN answer instead of opening one per request.
         try set(CURLOPT_PIPEWAIT, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
+        if settings.addressPolicy == .publicOnly {
+            // libcurl resolves on its own: judge each address right before its socket is made.
+            try check(
+                hapi_curl_easy_setopt_opensocket(raw) { _, _, address in
+                    // `addr` is followed by the rest of the address (libcurl's storage holds
+                    // `addrlen` bytes from there).
+                    guard let address, let offset = MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr) else { return hapi_curl_socket_bad() }
+                    let bytes = Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(address).advanced(by: offset), count: Int(address.pointee.addrlen)))
+                    guard EndpointAddressPolicy.refusal(sockaddr: bytes) == nil else { return hapi_curl_socket_bad() }
+                    return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
+                }, "CURLOPT_OPENSOCKETFUNCTION")
+        }
         try set(CURLOPT_TIMEOUT_MS, timeout.curlMilliseconds)
         try set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.curlMilliseconds)
         // h2c never comes here (the HTTP/2 engine serves it); an https origin lands here only

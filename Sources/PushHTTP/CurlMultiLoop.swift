@@ -25,6 +25,7 @@ final class CurlMultiLoop: Sendable {
         var connectTimeout: Duration
         var maximumResponseBodyBytes: Int
         var trustStore: CurlTrustStore?
+        var addressPolicy: EndpointAddressPolicy = .any
     }
 
     private enum Phase: Sendable {

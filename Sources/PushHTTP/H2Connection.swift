@@ -120,7 +120,12 @@ final class H2Connection {
         case .failure(let error):
             loop.connectionFailed(self, error)
         case .success(let list):
-            addresses = list
+            // The policy judges the very addresses connected to, never a second resolution.
+            addresses = list.filter { loop.settings.addressPolicy.allows(sockaddr: $0.bytes) }
+            guard !addresses.isEmpty else {
+                loop.connectionFailed(self, HTTPClientError(.addressNotAllowed, detail: "\(origin.key.authority) resolves only to refused addresses"))
+                return
+            }
             state = .connecting
             startNextAttempt()
         }

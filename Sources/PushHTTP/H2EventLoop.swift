@@ -31,6 +31,8 @@ final class H2EventLoop: Sendable {
         var fallback: CurlMultiLoop
         /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.
         var originLacksHTTP2: @Sendable (HTTPOrigin) -> Void
+        /// Which resolved addresses a connection may go to.
+        var addressPolicy: EndpointAddressPolicy = .any
     }
 
     private enum Phase: Sendable {

@@ -32,6 +32,8 @@ extension HTTPClient {
         package var pingInterval: Duration
         /// A PING unanswered for this long closes the connection; the next request opens a new one.
         package var pingTimeout: Duration
+        /// Which resolved addresses connections may go to; checked on the address connected to.
+        package var addressPolicy: EndpointAddressPolicy = .any
         /// Tests only: answers host-name lookups of the HTTP/2 engine without DNS (numeric
         /// addresses in order, `[]` for a name that does not resolve, nil to ask the system).
         package var resolverOverride: (@Sendable (_ host: String) -> [String]?)? = nil

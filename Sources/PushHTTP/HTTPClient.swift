@@ -72,7 +72,7 @@ package final class HTTPClient: Sendable {
             settings: CurlMultiLoop.Settings(
                 connectTimeout: configuration.connectTimeout,
                 maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
-                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:))),
+                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:)), addressPolicy: configuration.addressPolicy),
             counters: counters,
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreamsPerConnection,
@@ -91,7 +91,7 @@ package final class HTTPClient: Sendable {
                     tls: tls,
                     resolver: HTTPResolver(override: configuration.resolverOverride),
                     fallback: curl,
-                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
+                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }, addressPolicy: configuration.addressPolicy),
                 counters: counters)
         } catch {
             curl.beginShutdown()

@@ -23,6 +23,8 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         // Egress proxies.
         case proxyAuthRequired
         case proxyRefused
+        /// Every address of the host is refused by the client's `EndpointAddressPolicy`.
+        case addressNotAllowed
     }
 
     package let code: Code
@@ -78,6 +80,9 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// The proxy refused CONNECT with another status (in `detail`), e.g. 403 for a port it
     /// does not tunnel to. Nothing reached the origin.
     package static let proxyRefused = HTTPClientError(.proxyRefused)
+    /// The host resolves only to addresses the client's `EndpointAddressPolicy` refuses
+    /// (loopback, private, link-local…): nothing was sent.
+    package static let addressNotAllowed = HTTPClientError(.addressNotAllowed)
 
     package var description: String {
         var text = summary
@@ -103,6 +108,7 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
         case .other: "the HTTP transfer failed"
         case .proxyAuthRequired: "the proxy wants (other) credentials"
         case .proxyRefused: "the proxy refused the tunnel"
+        case .addressNotAllowed: "the host's addresses are not allowed (loopback, private or reserved network)"
         }
     }
 }

@@ -29,6 +29,10 @@
 #if PostgreSQL  // the package trait, on by default; off, the hub builds without libpq
 @_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
 #endif
+// Web Push subscriptions (the JavaScript hub's push_subscriptions) and their routes.
+@_exported public import struct DeviceRegistry.PushWebSubscription
+@_exported public import protocol DeviceRegistry.PushWebSubscriptionStore
+@_exported public import struct DeviceRegistry.PushWebSubscriptions
 
 // PushProviders and PushTransports: credentials, outcomes and reasons, the retry policy, and
 // the logger hook.

@@ -1,3 +1,5 @@
+import PushEnvelope
+
 /// The JavaScript hub's string helpers, counted as JavaScript counts: in UTF-16 code units
 /// (`String.length`, `slice`), trimmed with `String.prototype.trim`'s whitespace set.
 ///
@@ -82,5 +84,22 @@ enum HubText {
             if haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
         }
         return nil
+    }
+
+    /// JavaScript's `String(value)` of a JSON value: an array joins its elements' strings with
+    /// `,` (null elements empty), an object is `[object Object]`, a number as JavaScript prints
+    /// it (`Infinity` beyond the double range).
+    static func javaScriptString(_ value: PushJSONValue) -> String {
+        switch value {
+        case .null: return "null"
+        case .bool(let b): return b ? "true" : "false"
+        case .string(let text): return text
+        case .integer, .double:
+            if case .double(let d) = value, !d.isFinite { return d.isNaN ? "NaN" : (d < 0 ? "-Infinity" : "Infinity") }
+            return value.canonicalString
+        case .array(let elements):
+            return elements.map { $0 == .null ? "" : javaScriptString($0) }.joined(separator: ",")
+        case .object: return "[object Object]"
+        }
     }
 }

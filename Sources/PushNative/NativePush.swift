@@ -23,6 +23,10 @@ public final class NativePush: Sendable {
     public let runtime: Configuration
     package let dispatcher: PushDispatcher
     private let client: HTTPClient
+    /// The Web Push routes' handlers (`GET /push/vapid-public-key`, `POST`/`DELETE
+    /// /push/subscribe`); nil when the store keeps no subscriptions or no VAPID pair is usable.
+    public let webPush: PushWebSubscriptions?
+    let webPushChannel: WebPushChannel
 
     /// Reads the configuration (environment > `settings.json` > defaults), opens the registry
     /// (PostgreSQL when `HAPI_PUSH_DATABASE_URL` is set, else SQLite in the data directory) and
@@ -47,7 +51,8 @@ public final class NativePush: Sendable {
         }
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: persistSettings)
         let store = try await configuration.registry.open()
-        return try NativePush(configuration: configuration, store: store, runtime: runtime, logger: logger, metrics: metrics)
+        return try NativePush(
+            configuration: configuration, store: store, runtime: runtime, logger: logger, metrics: metrics, dataDirectory: directory)
     }
 
     /// This process's environment variables.
@@ -55,9 +60,12 @@ public final class NativePush: Sendable {
 
     /// Builds from a configuration and any store (a hub with its own database passes its own).
     /// Throws `NativePushError` when `runtime` does not validate.
+    ///
+    /// - Parameter dataDirectory: where settings.json keeps the VAPID pair (created on first
+    ///   use); without it, and with a store that keeps no Web Push subscriptions, Web Push is off.
     public init(
         configuration: PushConfiguration, store: any PushDeviceStore, runtime: Configuration = Configuration(),
-        logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil
+        logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil, dataDirectory: String? = nil
     ) throws {
         try runtime.validate()
         let client = try HTTPClient(configuration: runtime.httpClientConfiguration(caFile: configuration.caFile, settings: configuration))
@@ -90,6 +98,10 @@ public final class NativePush: Sendable {
         }
         self.dispatcher = PushDispatcher(
             store: store, ios: ios, android: android, logger: logger, metrics: metrics, window: runtime.dispatchWindow)
+        let channel = try WebPushChannel.make(
+            configuration: configuration, store: store, runtime: runtime, dataDirectory: dataDirectory)
+        self.webPushChannel = channel
+        self.webPush = channel.routes
     }
 
     /// `POST /api/devices/register`: the answer to send back.
@@ -111,6 +123,7 @@ public final class NativePush: Sendable {
     /// Closes connections; in-flight sends fail as `shutdown`.
     public func shutdown() async {
         await client.shutdown()
+        await webPushChannel.shutdown()
     }
 }
 

@@ -55,6 +55,8 @@ extension PushConfiguration {
             if let member = stored[setting.settingsKey] {
                 if let text = member.stringValue {
                     fromFile = HubDataDirectory.nonEmpty(text)
+                } else if setting == .webPushAllowPrivateEndpoints, case .bool(let allowed) = member {
+                    fromFile = allowed ? "1" : "0"
                 } else {
                     diagnostics.append(Diagnostic(
                         level: .warning, setting: setting.settingsKey,
@@ -114,9 +116,12 @@ extension PushConfiguration {
         let android = builder.android(relayURL: relayURL)
         let ios = builder.ios(relayURL: relayURL)
         let registry = builder.registry(dataDirectory: directory)
+        let webPush = PushWebPushSettings.resolve(
+            mode: builder.value(.webPushMode), allowPrivate: builder.value(.webPushAllowPrivateEndpoints),
+            subject: environment["VAPID_SUBJECT"], stored: stored["vapidKeys"], diagnostics: &builder.diagnostics)
         builder.checkProxy()
         return PushConfiguration(
-            android: android, ios: ios, registry: registry, relayURL: relayURL ?? "",
+            android: android, ios: ios, registry: registry, webPush: webPush, relayURL: relayURL ?? "",
             apnsEndpoint: builder.apnsEndpoint ?? "", fcmEndpoint: builder.fcmEndpoint(), caFile: builder.caFile(),
             settings: settings, diagnostics: builder.diagnostics, persistedKeys: persisted,
             proxyEnvironment: environment.filter { HTTPProxyConfiguration.variableNames.contains($0.key) })

@@ -125,6 +125,8 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     public let ios: Channel<IOSTransport>
     /// The registry `NativePush.start`, the CLI and `hapi-push config` use.
     public let registry: RegistryStore
+    /// Web Push to the operator's browsers (the fallback when no native device got it).
+    public let webPush: PushWebPushSettings
     /// The relay base URL (both platforms), without a trailing slash.
     public let relayURL: String
     /// The APNs endpoint in use (override, or from the APNs environment).
@@ -147,6 +149,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
             "android: mode \(android.mode) → \(android.transport.name) (\(android.reason))",
             "ios: mode \(ios.mode) → \(ios.transport.name) (\(ios.reason))",
             "registry: \(registry)",
+            "webpush: \(webPush)",
         ]
         lines += egress().map { "egress: \($0.endpoint) → \($0.route)" }
         for setting in PushSetting.all {
@@ -208,6 +211,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
             ]),
             "ios": .object(["mode": .string(ios.mode), "transport": .string(ios.transport.name), "reason": .string(ios.reason)]),
             "registry": .object(["store": .string(registry.name), "location": .string(registry.location)]),
+            "webPush": webPush.jsonValue,
             "egress": .object(Dictionary(egress().map { ($0.endpoint, JSONValue.string($0.route)) }, uniquingKeysWith: { first, _ in first })),
             "settings": .object(settingsObject),
             "diagnostics": .array(

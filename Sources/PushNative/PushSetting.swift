@@ -42,6 +42,15 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
         environmentVariable: "HAPI_PUSH_HTTPS_PROXY", settingsKey: "httpsProxy", defaultValue: nil, isPath: false)
     /// Hosts that bypass the proxy, as `NO_PROXY` (which it overrides).
     public static let noProxy = PushSetting(environmentVariable: "HAPI_PUSH_NO_PROXY", settingsKey: "noProxy", defaultValue: nil, isPath: false)
+    /// Web Push to the operator's browsers when no native device got a notification: `auto`
+    /// (default) or `off`.
+    public static let webPushMode = PushSetting(
+        environmentVariable: "HAPI_WEB_PUSH", settingsKey: "webPushMode", defaultValue: "auto", isPath: false)
+    /// `1` lets Web Push POST to endpoints on loopback or private addresses (tests, private
+    /// push services); refused otherwise (server-side request forgery).
+    public static let webPushAllowPrivateEndpoints = PushSetting(
+        environmentVariable: "HAPI_WEB_PUSH_ALLOW_PRIVATE_ENDPOINTS", settingsKey: "webPushAllowPrivateEndpoints", defaultValue: nil,
+        isPath: false)
 
     /// A base URL (the relay, an endpoint override): validated, shown with any password as `***`.
     public var isURL: Bool { self == .relayURL || self == .apnsEndpoint || self == .fcmEndpoint }
@@ -49,7 +58,8 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     /// Every setting, in the order documented and printed.
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
-        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .httpsProxy, .noProxy,
+        .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .httpsProxy, .noProxy, .webPushMode,
+        .webPushAllowPrivateEndpoints,
     ]
 }
 

@@ -96,6 +96,12 @@ package struct SettingsFile: Sendable {
     /// writers never lose each other's keys.
     @discardableResult
     package func addMissing(_ values: [String: String]) throws(PushSettingsFileError) -> [String] {
+        try addMissingValues(values.mapValues { JSONValue.string($0) })
+    }
+
+    /// `addMissing` for values of any JSON type (the VAPID key pair is an object).
+    @discardableResult
+    package func addMissingValues(_ values: [String: JSONValue]) throws(PushSettingsFileError) -> [String] {
         guard !values.isEmpty else { return [] }
         return try SettingsFile.inProcess.withLock { _ throws(PushSettingsFileError) -> [String] in
             try withFileLock { () throws(PushSettingsFileError) -> [String] in
@@ -105,7 +111,7 @@ package struct SettingsFile: Sendable {
                 guard !added.isEmpty else { return [] }
                 let target = try writeTarget()
                 removeAbandonedTemporaryFiles(target: target)
-                for key in added { members.append((key: key, value: .string(values[key] ?? ""))) }
+                for key in added { members.append((key: key, value: values[key] ?? .null)) }
                 try writeAtomically(members, to: target)
                 return added
             }

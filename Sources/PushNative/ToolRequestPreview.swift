@@ -79,8 +79,17 @@ enum ToolRequestPreview {
         }
     }
 
-    static func todoCount(_ arguments: JSONValue) -> Int {
-        arguments["todos"]?.arrayValue?.count ?? 0
+    /// `todos.length`, 0 when missing: an array's count, a string's UTF-16 length, an object's
+    /// own `length` member as JavaScript prints it; 0 for anything without a length.
+    static func todoCount(_ arguments: JSONValue) -> String {
+        switch arguments["todos"] {
+        case .array(let elements)?: return String(elements.count)
+        case .string(let text)?: return String(HubText.length(text))
+        case .object?:
+            guard let length = arguments["todos"]?["length"], length != .null else { return "0" }
+            return HubText.javaScriptString(length)
+        default: return "0"
+        }
     }
 
     /// The glance line's argument (`""` when there is none).
@@ -112,20 +121,26 @@ enum ToolRequestPreview {
         var result: String?
         switch tool {
         case "Edit":
-            result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
+            // `file_path ?? path`: an empty string is kept, and shown empty (`File: `).
+            let named = arguments["file_path"].flatMap { $0 == .null ? nil : $0 } ?? arguments["path"]
+            if case .string("")? = named {
+                result = "File: "
+            } else {
+                result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
+            }
+            // A truthy old or new value of any type is shown as JavaScript's String(value).
             for (key, label) in [("old_string", "Old"), ("new_string", "New")] {
-                let value = argument(arguments[key])
-                if case .missing = value { continue }
-                result = result.flatMap { line in cut(value, 50).map { line + "\n\(label): \"" + $0 + "\"" } }
+                guard let raw = arguments[key] else { continue }
+                if case .missing = argument(raw) { continue }
+                result = result.map { $0 + "\n\(label): \"" + HubText.toolTruncate(HubText.javaScriptString(raw), max: 50) + "\"" }
             }
         case "Write":
             result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
             switch arguments["content"] {
             case nil, .null?, .bool(false)?, .integer(0)?, .string("")?: break
             case .double(let d)? where d == 0: break
-            case .string(let text)?: result = result.map { $0 + " (\(HubText.length(text)) chars)" }
-            case .array(let elements)?: result = result.map { $0 + " (\(elements.count) chars)" }
-            default: result = result.map { $0 + " (undefined chars)" }  // `content.length` of a number or object
+            case let value?:  // the length of String(content), whatever its type
+                result = result.map { $0 + " (\(HubText.length(HubText.javaScriptString(value))) chars)" }
             }
         case "Read": result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
         case "Bash": result = cut(argument(arguments["command"]), max).map { "Command: " + $0 }

@@ -1,5 +1,6 @@
 import CHapiOpenSSL
 import Glibc
+import PushEnvelope
 
 /// A private key for signing JWTs through OpenSSL: ES256 (APNs provider tokens, P-256 only)
 /// or RS256 (Google service-account assertions). Owns its `EVP_PKEY` and frees it in `deinit`.
@@ -54,6 +55,13 @@ package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible 
             }
         }
         key = parsed
+    }
+
+    /// An ES256 signer over a Web Push VAPID key (RFC 8292), sharing its `EVP_PKEY`.
+    init(vapid: WebPushP256Key) {
+        EVP_PKEY_up_ref(vapid.evpKey)
+        key = vapid.evpKey
+        algorithm = .es256
     }
 
     deinit { EVP_PKEY_free(key) }

@@ -59,6 +59,11 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
     public static let invalidRequest = PushDeliveryReason(rawValue: "invalid_request")
     public static let invalidConfiguration = PushDeliveryReason(rawValue: "invalid_configuration")
     public static let networkError = PushDeliveryReason(rawValue: "network_error")
+    /// A Web Push endpoint whose host resolves only to loopback, private, link-local or other
+    /// refused addresses (server-side request forgery): nothing was sent, the subscription kept.
+    public static let endpointNotAllowed = PushDeliveryReason(rawValue: "endpoint_not_allowed")
+    /// A Web Push service's 404 or 410: the subscription expired or was withdrawn; it is removed.
+    public static let subscriptionGone = PushDeliveryReason(rawValue: "subscription_gone")
 
     // Egress proxies (HTTPS_PROXY, settings.json `httpsProxy`, RELAY_HTTPS_PROXY).
 
@@ -104,6 +109,8 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
 /// Which way out a delivery took: what reports, logs and metrics call a transport.
 public enum PushTransportName: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case relay, apns, fcm
+    /// Web Push (RFC 8030) to a browser's push service.
+    case webpush
     /// Skipped before a transport was chosen (the channel is off).
     case none
     public var description: String { rawValue }

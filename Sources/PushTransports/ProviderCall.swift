@@ -120,6 +120,7 @@ extension HTTPClientError {
         // The detail names the proxy (its password as ***) and, for a refusal, its status.
         case .proxyAuthRequired: ProviderAnswer(.refused, status: nil, reason: .proxyAuthRequired, detail: detail)
         case .proxyRefused: ProviderAnswer(.refused, status: nil, reason: .proxyRefused, detail: detail)
+        case .addressNotAllowed: .unanswered(.endpointNotAllowed, retryable: false)
         }
     }
 

@@ -846,7 +846,7 @@ func benchRelayLoad() async throws {
     process.waitUntilExit()
 }
 
-/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [nghttpd] [relay] [relayload] [proxy]`: all sections by default.
+/// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [nghttpd] [relay] [relayload] [proxy] [webpush]`: all sections by default.
 let sections = Set(CommandLine.arguments.dropFirst())
 func wanted(_ name: String) -> Bool { sections.isEmpty || sections.contains(name) }
 
@@ -861,6 +861,7 @@ do {
     if wanted("relay") { try await benchRelay() }
     if wanted("relayload") { try await benchRelayLoad() }
     if wanted("proxy") { try await benchProxy() }
+    if wanted("webpush") { try await benchWebPush() }
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
     exit(1)

@@ -133,7 +133,55 @@ enum DemoCommand {
         let failing = try await hub.dispatch(events[0], namespace: "demo")
         print(DemoReport.render(failing))
         await hub.shutdown()
+
+        try await webPushFallback(providers, directory: directory)
         return 0
+    }
+
+    /// Issue 21: a browser subscribes; with no native device the notification reaches it by Web
+    /// Push (RFC 8291 encrypted, RFC 8292 signed), and with one it does not.
+    static func webPushFallback(_ providers: LoopbackProviders, directory: String) async throws {
+        heading("9. The Web Push fallback (the operator's browser)")
+        // The relay stand-in doubles as a browser's push service (its /push/… paths answer 201).
+        providers.relay.respond { request in
+            request.path.hasPrefix("/push/") ? LoopbackServer.Response(status: 201) : .json(#"{"ok":true}"#)
+        }
+        var environment = providers.environment(iosMode: "relay", androidMode: "relay", dataDirectory: directory)
+        environment["HAPI_WEB_PUSH_ALLOW_PRIVATE_ENDPOINTS"] = "1"  // the stand-in is on loopback
+        let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
+        let hub = try NativePush(
+            configuration: configuration, store: try SQLitePushDeviceStore(directory: directory), dataDirectory: directory)
+        guard let routes = hub.webPush, let browser = WebPushTestBrowser() else {
+            print("Web Push unavailable: \(hub.webPushOffReason ?? "no browser key")")
+            await hub.shutdown()
+            return
+        }
+        print("GET /api/push/vapid-public-key → \(routes.vapidPublicKeyAnswer.body.prefix(40))…\"}")
+        let subscribed = await routes.subscribe(namespace: "web", body: Array(browser.subscribeBody(endpoint: providers.relay.baseURL + "/push/browser-1").utf8))
+        print("POST /api/push/subscribe (the PWA's PushSubscription.toJSON()) → \(subscribed.status) \(subscribed.body)")
+        let session = PushSession(id: "web-session", metadata: ["flavor": "claude", "name": "hapi"])
+        providers.clearRequests()
+        let first = try await hub.send(
+            PushNotificationComposer.ready(for: session, messages: []), webPayload: PushNotificationComposer.webReady(for: session), namespace: "web")
+        print("no native device in namespace web → Web Push decision: \(first.webPush.decision)")
+        for delivery in first.webPush.deliveries {
+            print("  \(delivery.endpoint) \(delivery.outcome.rawValue) HTTP \(delivery.status.map(String.init) ?? "-")")
+        }
+        if let request = providers.relay.requests.first(where: { $0.path.hasPrefix("/push/") }) {
+            print("push service received: POST /push/browser-1 ttl=\(request.header("ttl") ?? "") content-encoding=\(request.header("content-encoding") ?? "") authorization=vapid t=<ES256 JWT>, k=<public key> (\(request.body.count) B body)")
+            let plaintext = browser.decrypt(request.body).map { String(decoding: $0, as: UTF8.self) } ?? "(did not decrypt)"
+            print("  the browser decrypts: \(plaintext)")
+        }
+        let key = try PushKey.generate()
+        let registered = await hub.register(
+            namespace: "web", body: Array(#"{"token":"fcm-token-web","platform":"phone","deviceId":"pixel-web","pushKey":"\#(key.base64)"}"#.utf8))
+        print("POST /api/devices/register phone pixel-web → \(registered.status) \(registered.body)")
+        providers.clearRequests()
+        let second = try await hub.send(
+            PushNotificationComposer.ready(for: session, messages: []), webPayload: PushNotificationComposer.webReady(for: session), namespace: "web")
+        let webRequests = providers.relay.requests.filter { $0.path.hasPrefix("/push/") }.count
+        print("a native device got it (sent \(second.native.count(.sent))) → Web Push decision: \(second.webPush.decision); Web Push requests: \(webRequests)")
+        await hub.shutdown()
     }
 
     static func makeHub(_ providers: LoopbackProviders, ios: String, android: String, directory: String) async throws -> NativePush {

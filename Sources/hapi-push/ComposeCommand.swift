@@ -6,7 +6,7 @@ import PushNative
 /// for testing the composer from outside.
 enum ComposeCommand {
     static let usage = """
-        Usage: hapi-push compose --event FILE|-
+        Usage: hapi-push compose --event FILE|- [--web]
 
         Reads one hub event as JSON (a file, or - for standard input):
           {"event":"ready"|"permission"|"task"|"input",
@@ -18,6 +18,8 @@ enum ComposeCommand {
         event whose content holds no task notification, a permission or input event with no pending request.
         permission and input both mean "the permission debounce fired": the first pending request is
         composed, as an input-request when it is a question tool.
+        With --web: the Web Push payload the JavaScript hub would send the browser for that event instead,
+        {title, body, tag, data} in JSON.stringify order (web-push.md §3), one line, or null.
         Exit 0; 2 for malformed input, naming the problem.
         """
 
@@ -26,7 +28,7 @@ enum ComposeCommand {
             print(usage)
             return ExitCode.success.rawValue
         }
-        let args = try ParsedArguments(arguments, valueFlags: ["event"])
+        let args = try ParsedArguments(arguments, valueFlags: ["event"], switchFlags: ["web"])
         try args.rejectPositionals()
         let bytes = try InputFile.read(try args.required("event"), option: "event")
         let event: JSONValue
@@ -34,6 +36,10 @@ enum ComposeCommand {
             event = try JSONParser.parse(bytes, replacingLoneSurrogates: true)
         } catch {
             throw UsageError("--event is not JSON: \(error.description)")
+        }
+        if args.has("web") {
+            print(try composeWeb(event)?.json ?? "null")
+            return ExitCode.success.rawValue
         }
         let payload = try compose(event)
         print(payload.flatMap { PayloadFitter.fitEnvelope($0) }.map { String(decoding: $0.0.canonicalJSON, as: UTF8.self) } ?? "null")
@@ -55,6 +61,18 @@ enum ComposeCommand {
         case "ready": return PushNotificationComposer.ready(for: session, messages: messages)
         case "task": return PushNotificationComposer.taskNotification(for: session, content: content ?? .null)
         default: return PushNotificationComposer.pendingRequest(for: session)
+        }
+    }
+
+    /// The Web Push payload the hub would send for `event`, or nil when it would send nothing.
+    static func composeWeb(_ event: JSONValue) throws(UsageError) -> PushWebPayload? {
+        // The same checks and the same cases as the native composition.
+        let native = try compose(event)
+        guard case .string(let kind)? = event["event"], let session = try? readSession(event["session"]), session.active else { return nil }
+        switch kind {
+        case "ready": return PushNotificationComposer.webReady(for: session)
+        case "task": return PushNotificationComposer.webTaskNotification(for: session, content: event["content"] ?? .null)
+        default: return native == nil ? nil : PushNotificationComposer.webPendingRequest(for: session)
         }
     }
 

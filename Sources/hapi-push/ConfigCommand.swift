@@ -13,7 +13,9 @@ enum ConfigCommand {
         every setting, and every diagnostic. Like the hub, it writes environment values whose keys
         settings.json lacks into the file (first sight); --no-persist only reads.
         The registry is PostgreSQL when HAPI_PUSH_DATABASE_URL is set (shown with its password as ***), else SQLite.
-        --json prints {"android":{mode,transport,reason},"ios":{...},"registry":{store,location},"settings":{key:{value,source}},"diagnostics":[...]}.
+        --json prints {"android":{mode,transport,reason},"ios":{...},"registry":{store,location},
+        "webPush":{mode,enabled,subject,allowPrivateEndpoints,vapidKeys},"settings":{key:{value,source}},"diagnostics":[...]};
+        vapidKeys is present, absent (created on first use) or unusable; the private key is never shown.
         Exit 0 when the configuration was resolved (diagnostics included), 1 when settings.json is unusable.
         """
 
@@ -35,6 +37,10 @@ enum ConfigCommand {
         print("Android (phone, wear): \(android.transport.name)   mode \(Terminal.line(android.mode)): \(Terminal.line(android.reason))")
         print("iOS:                   \(ios.transport.name)   mode \(Terminal.line(ios.mode)): \(Terminal.line(ios.reason))")
         print("Registry:              \(configuration.registry.name)   \(Terminal.line(configuration.registry.location))")
+        let web = configuration.webPush
+        print(
+            "Web Push:              \(web.isEnabled ? "on" : "off")   mode \(Terminal.line(web.mode)), subject \(Terminal.line(web.subject)), VAPID pair \(web.vapidKeys)"
+                + (web.allowsPrivateEndpoints ? ", private endpoints allowed" : ""))
         // Which proxy each endpoint's requests take, or `direct` and why (password as ***).
         for (endpoint, route) in configuration.egress() {
             print(pad("Egress \(endpoint):", 22) + " " + Terminal.line(route))

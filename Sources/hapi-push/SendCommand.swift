@@ -7,6 +7,7 @@ enum SendCommand {
     static let usage = """
         Usage: hapi-push [--data-dir DIR] send --namespace NS --type T --session-id ID [--session-name N] [--url U]
                          [--request-id R] [--title T] [--body B] [--severity S] [--notify-summary JSON] [--json]
+                         [--web-push auto|off]
 
         Sends one notification to every registered device of NS over the transports configured by the
         environment and DIR/settings.json (see 'hapi-push config'), prunes tokens the provider declared
@@ -17,6 +18,11 @@ enum SendCommand {
         --json prints {"suppressWebPush":…,"totals":{…},"deliveries":[{platform,deviceId,tokenHash,transport,
         outcome,reason,status,latencyMs,pruned,payload}]}; outcome is sent|invalid|failed|skipped and payload
         full|without_summary|minimal (null when nothing was sent).
+        After the native deliveries, Web Push as the hub sends it (--web-push, default the configured HAPI_WEB_PUSH):
+        only when no native device got it, to every subscription of NS, with {title, body, tag, data:{type,
+        sessionId, url, requestId}} (tag <type>-<session-id>, none for task-notification). --json adds
+        "webPush":{"decision":native_sent|web_client_visible|no_subscriptions|sent|disabled,"deliveries":[{endpoint,
+        outcome,reason,status}]}; endpoint is the origin and the endpoint's 12-hex fingerprint.
         Exit 0 when the dispatch ran, whatever the outcomes; 1 when the registry or settings are unusable;
         2 for bad options.
         """
@@ -28,7 +34,9 @@ enum SendCommand {
         }
         let args = try ParsedArguments(
             arguments,
-            valueFlags: ["namespace", "type", "session-id", "session-name", "url", "request-id", "title", "body", "severity", "notify-summary"],
+            valueFlags: [
+                "namespace", "type", "session-id", "session-name", "url", "request-id", "title", "body", "severity", "notify-summary", "web-push",
+            ],
             switchFlags: ["json"])
         try args.rejectPositionals()
         let namespace = try args.required("namespace")
@@ -57,9 +65,18 @@ enum SendCommand {
             title: try text("title", composed?.title), body: try text("body", composed?.body),
             severity: args.value("severity").map(PushNotificationSeverity.init(rawValue:)) ?? composed?.severity, notifySummary: summary)
 
+        var environment = NativePush.processEnvironment
+        if let mode = args.value("web-push") {
+            guard mode == "auto" || mode == "off" else { throw UsageError("--web-push must be auto or off") }
+            environment["HAPI_WEB_PUSH"] = mode
+        }
+        let webPayload = PushWebPayload(
+            title: payload.title, body: payload.body, tag: payload.type == .taskNotification ? nil : "\(type)-\(sessionId)", type: type,
+            sessionId: sessionId, url: payload.url, requestId: payload.requestId)
         let push: NativePush
         do {
-            push = try await NativePush.start(dataDirectory: dataDirectory)
+            // Only what the operator set is saved: the --web-push override never is.
+            push = try await NativePush.start(environment: environment, dataDirectory: dataDirectory, persistSettings: args.value("web-push") == nil)
         } catch let error as PushSettingsFileError {
             throw CommandFailure(error.message)
         } catch let error as PushDeviceStoreError {
@@ -68,8 +85,10 @@ enum SendCommand {
             throw CommandFailure("\(error)")
         }
         let report: PushDispatchReport
+        let webReport: PushWebPushReport
         do {
             report = try await push.dispatch(payload, namespace: namespace)
+            webReport = try await push.sendWebPush(webPayload, namespace: namespace, nativeSent: report.suppressWebPush)
         } catch {
             await push.shutdown()
             throw CommandFailure("cannot read the device registry: \(error)")
@@ -80,9 +99,19 @@ enum SendCommand {
             printError("\(diagnostic.level.rawValue): \(diagnostic.setting): \(diagnostic.message)")
         }
         if args.has("json") {
-            print(Terminal.json(report.jsonValue))
+            var members = report.jsonValue.objectValue ?? []
+            members.append((key: "webPush", value: webReport.jsonValue))
+            print(Terminal.json(.object(members)))
         } else {
             render(report, configuration: push.configuration) { print($0) }
+            print("Web Push: \(webReport.decision)")
+            for delivery in webReport.deliveries {
+                var line = "  " + Terminal.line(delivery.endpoint) + "  " + delivery.outcome.rawValue
+                if let status = delivery.status { line += " HTTP \(status)" }
+                if let reason = delivery.reason { line += " (\(Terminal.line(reason.text(detail: delivery.detail))))" }
+                if delivery.removed { line += " → removed" }
+                print(line)
+            }
         }
         return ExitCode.success.rawValue
     }

@@ -11,8 +11,9 @@ let topUsage = """
     Commands:
       config [--json]      Show the transport chosen for each platform, every setting's source, diagnostics
       devices register|unregister|list   Manage the device registry (DIR/native-push.sqlite3)
-      send                 Dispatch one notification to every device of a namespace
-      compose --event F    Print the payload the hub would seal for an iOS device after one event
+      webpush subscribe|unsubscribe|list|vapid-public-key   Web Push subscriptions and the VAPID public key
+      send                 Dispatch one notification to every device of a namespace (then Web Push, as the hub)
+      compose --event F    Print the payload the hub would seal for an iOS device after one event (--web: the Web Push one)
       envelope seal|open   Seal or open an end-to-end encrypted push envelope
       demo                 The whole flow against loopback stand-ins (no network, no credentials)
 
@@ -55,6 +56,8 @@ func runCommand(_ allArguments: [String]) async -> Int32 {
             return try ComposeCommand.run(rest)
         case "devices":
             return try await DevicesCommand.run(rest, dataDirectory: dataDirectory)
+        case "webpush":
+            return try await WebPushCommand.run(rest, dataDirectory: dataDirectory)
         case "demo":
             return try DemoCommand.run(rest)
         default:

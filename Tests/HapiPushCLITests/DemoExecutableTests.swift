@@ -16,6 +16,10 @@ import Testing
         let result = try CLI.run([], timeout: .seconds(120), executable: demo)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("A 410 from the provider prunes exactly that device"))
+        // Issue 21: the browser receives, decrypts and prints the fallback; none once a native device has it.
+        #expect(result.stdout.contains("no native device in namespace web → Web Push decision: sent"))
+        #expect(result.stdout.contains(#"the browser decrypts: {"title":"Ready for input","body":"Claude is waiting in hapi","tag":"ready-web-session""#))
+        #expect(result.stdout.contains("Web Push decision: native_sent; Web Push requests: 0"))
         #expect(try CLI.run(["--extra"], executable: demo).status == 2)
     }
 

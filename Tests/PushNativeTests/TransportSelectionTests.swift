@@ -247,7 +247,7 @@ import PushEnvelope
         let fixture = try ConfigFixture()
         fixture.environment["HAPI_ANDROID_PUSH"] = "bogus"
         let json = try fixture.load().jsonValue
-        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "settings", "diagnostics", "egress"])
+        #expect(Set(try #require(json.objectValue).map(\.key)) == ["android", "ios", "registry", "settings", "diagnostics", "egress", "webPush"])
         #expect(json["registry"]?["store"] == "sqlite")
         // The default relay for iOS, reached directly unless a proxy is configured.
         #expect(json["egress"]?["relay"] == "direct (no proxy configured)")
