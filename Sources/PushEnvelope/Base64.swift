@@ -120,31 +120,56 @@ package enum Base64 {
 
     /// Decodes strictly from ASCII bytes.
     package static func decode(utf8 input: [UInt8]) throws(DecodingFailure) -> [UInt8] {
-        guard !input.isEmpty else { throw .empty }
-        let decodeTable = Base64.decodeTable  // one lazy-global check, not one per byte
+        try input.withUnsafeBufferPointer { (buffer) throws(DecodingFailure) -> [UInt8] in try decode(utf8: buffer) }
+    }
+
+    /// Decodes strictly from ASCII bytes in place (a column's bytes, a request body's slice):
+    /// one pass to check, one to decode straight into the result's storage.
+    package static func decode(utf8 input: UnsafeBufferPointer<UInt8>) throws(DecodingFailure) -> [UInt8] {
+        guard let source = input.baseAddress, !input.isEmpty else { throw .empty }
+        let count = input.count
         var padding = 0
-        for byte in input {
-            if byte == UInt8(ascii: "=") {
-                padding += 1
-                continue
-            }
-            if decodeTable[Int(byte)] == 0xFF { throw .invalidCharacter }
-            if padding > 0 { throw .misplacedPadding }
-        }
-        guard padding <= 2, padding < input.count else { throw .misplacedPadding }
-        guard input.count % 4 == 0 else { throw .lengthNotMultipleOfFour }
-        var out: [UInt8] = []
-        out.reserveCapacity(input.count / 4 * 3)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in input where byte != UInt8(ascii: "=") {
-            accumulator = accumulator << 6 | UInt32(decodeTable[Int(byte)])
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        try decodeTable.withUnsafeBufferPointer { (table) throws(DecodingFailure) in
+            for index in 0..<count {
+                let byte = source[index]
+                if byte == UInt8(ascii: "=") {
+                    padding += 1
+                    continue
+                }
+                if table[Int(byte)] == 0xFF { throw .invalidCharacter }
+                if padding > 0 { throw .misplacedPadding }
             }
         }
-        return out
+        guard padding <= 2, padding < count else { throw .misplacedPadding }
+        guard count % 4 == 0 else { throw .lengthNotMultipleOfFour }
+        let symbols = count - padding
+        // Every 4 symbols give 3 bytes; 2 or 3 trailing symbols give 1 or 2 (their unused low bits dropped).
+        let length = symbols / 4 * 3 + max(0, symbols % 4 - 1)
+        return decodeTable.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
+                var i = 0
+                var o = 0
+                func value(_ index: Int) -> UInt32 { UInt32(table[Int(source[index])]) }
+                while i + 4 <= symbols {
+                    let n = value(i) << 18 | value(i + 1) << 12 | value(i + 2) << 6 | value(i + 3)
+                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    output[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                    output[o + 2] = UInt8(truncatingIfNeeded: n)
+                    i += 4
+                    o += 3
+                }
+                let rest = symbols - i
+                if rest >= 2 {
+                    let n = value(i) << 18 | value(i + 1) << 12 | (rest == 3 ? value(i + 2) << 6 : 0)
+                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    o += 1
+                    if rest == 3 {
+                        output[o] = UInt8(truncatingIfNeeded: n >> 8)
+                        o += 1
+                    }
+                }
+                initialized = o
+            }
+        }
     }
 }
