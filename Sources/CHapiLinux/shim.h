@@ -65,4 +65,13 @@ static inline size_t hapi_this_thread_stack_size(void) {
 /* For our own executables only, never the library: one malloc arena for every thread. */
 static inline int hapi_use_one_malloc_arena(void) { return mallopt(M_ARENA_MAX, 1); }
 
+/* A spin-wait hint to the CPU (x86 `pause`, ARM `yield`), for a thread polling briefly before it sleeps. */
+static inline void hapi_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif

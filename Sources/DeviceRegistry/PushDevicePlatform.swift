@@ -17,7 +17,7 @@ extension PushDevicePlatform {
         switch bytes.count {
         case 3 where bytes[0] == 0x69 && bytes[1] == 0x6F && bytes[2] == 0x73: self = .ios  // "ios"
         case 4 where bytes[0] == 0x77 && bytes[1] == 0x65 && bytes[2] == 0x61 && bytes[3] == 0x72: self = .wear  // "wear"
-        case 5 where Array(bytes) == Array("phone".utf8): self = .phone
+        case 5 where bytes[0] == 0x70 && bytes[1] == 0x68 && bytes[2] == 0x6F && bytes[3] == 0x6E && bytes[4] == 0x65: self = .phone  // "phone"
         default: return nil
         }
     }

@@ -259,6 +259,7 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
         try db.withStatement(sql.list) { (statement) throws(PushDeviceStoreError) -> [PushDeviceRegistration] in
             try statement.bind(1, namespace)
             var devices: [PushDeviceRegistration] = []
+            devices.reserveCapacity(64)
             while try statement.step() {
                 // A row another program wrote with a platform we cannot reach is skipped.
                 guard let platform = statement.bytes(1).flatMap(PushDevicePlatform.init(storedBytes:)) else { continue }

@@ -142,6 +142,50 @@ package enum Base64 {
         try input.withUnsafeBufferPointer { (buffer) throws(DecodingFailure) -> [UInt8] in try decode(utf8: buffer) }
     }
 
+    /// Decodes the padded form of exactly `byteCount` bytes in one pass, or nil: what
+    /// `decode(utf8:)` accepts for that length (alphabet characters, then the padding the length
+    /// needs, unused low bits dropped), without its error details, for hot reads such as a
+    /// registry listing's stored push keys.
+    package static func decodePadded(utf8 input: UnsafeBufferPointer<UInt8>, byteCount: Int) -> [UInt8]? {
+        guard byteCount > 0, input.count == encodedLength(byteCount), let source = input.baseAddress else { return nil }
+        let padding = (3 - byteCount % 3) % 3
+        let symbols = input.count - padding
+        for index in symbols..<input.count where source[index] != UInt8(ascii: "=") { return nil }
+        return decodeTable.withUnsafeBufferPointer { table -> [UInt8]? in
+            var invalid: UInt32 = 0
+            let bytes = [UInt8](unsafeUninitializedCapacity: byteCount) { output, initialized in
+                func value(_ index: Int) -> UInt32 {
+                    let v = UInt32(table[Int(source[index])])
+                    invalid |= v
+                    return v
+                }
+                var i = 0
+                var o = 0
+                while i + 4 <= symbols {
+                    let n = value(i) << 18 | value(i + 1) << 12 | value(i + 2) << 6 | value(i + 3)
+                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    output[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                    output[o + 2] = UInt8(truncatingIfNeeded: n)
+                    i += 4
+                    o += 3
+                }
+                let rest = symbols - i
+                if rest >= 2 {
+                    let n = value(i) << 18 | value(i + 1) << 12 | (rest == 3 ? value(i + 2) << 6 : 0)
+                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    o += 1
+                    if rest == 3 {
+                        output[o] = UInt8(truncatingIfNeeded: n >> 8)
+                        o += 1
+                    }
+                }
+                initialized = o
+            }
+            // Table entries are 0...63 for the alphabet and 0xFF for anything else.
+            return invalid & 0xC0 == 0 ? bytes : nil
+        }
+    }
+
     /// Decodes strictly from ASCII bytes in place (a column's bytes, a request body's slice):
     /// one pass to check, one to decode straight into the result's storage.
     package static func decode(utf8 input: UnsafeBufferPointer<UInt8>) throws(DecodingFailure) -> [UInt8] {

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A few dedicated threads (`PushThread`s) that run blocking work (SQLite, libpq) so that no
 /// Swift concurrency thread ever waits on a busy database or a slow server: callers enqueue a
@@ -27,6 +28,8 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         var stopping = false
         var running = 0
         var idle = 0
+        /// Jobs ever enqueued (wrapping): what an idle worker polls before it sleeps.
+        let enqueued = Atomic<Int>(0)
 
         init(mutex: UnsafeMutablePointer<pthread_mutex_t>, wakeup: UnsafeMutablePointer<pthread_cond_t>) {
             self.mutex = mutex
@@ -108,6 +111,7 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
             return job(nil)
         }
         state.queue.append(job)
+        state.enqueued.wrappingAdd(1, ordering: .relaxed)
         if state.idle > 0 { pthread_cond_signal(wakeup) }
         pthread_mutex_unlock(mutex)
     }
@@ -137,18 +141,26 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
             self.makeResource = makeResource
         }
 
-        /// Called and returning with the mutex held: polls the queue for a few tens of
-        /// microseconds before the thread goes to sleep, because a caller awaiting one job
-        /// after another would otherwise pay a full futex wake-up for each.
+        /// Called and returning with the mutex held, the queue found empty: polls a counter of
+        /// enqueued jobs for a few tens of microseconds before the thread goes to sleep, because a
+        /// caller awaiting one job after another would otherwise pay a futex wake-up (and the
+        /// worker a scheduling delay) for each. The poll makes no system call and takes no lock
+        /// (a `sched_yield` loop handed the core to other processes on a loaded machine, and
+        /// burnt its syscalls as CPU time).
         func spinForWork() -> Bool {
-            let deadline = monotonicNanoseconds() + 200_000
+            let seen = state.enqueued.load(ordering: .relaxed)
+            pthread_mutex_unlock(state.mutex)
+            let deadline = monotonicNanoseconds() + idleSpinNanoseconds
+            var moved = false
             repeat {
-                pthread_mutex_unlock(state.mutex)
-                sched_yield()
-                pthread_mutex_lock(state.mutex)
-                if state.head < state.queue.count || state.stopping { return true }
+                for _ in 0..<32 { hapi_cpu_relax() }
+                if state.enqueued.load(ordering: .relaxed) != seen {
+                    moved = true
+                    break
+                }
             } while monotonicNanoseconds() < deadline
-            return false
+            pthread_mutex_lock(state.mutex)
+            return moved || state.head < state.queue.count || state.stopping
         }
 
         func main() {
@@ -181,6 +193,9 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
         }
     }
 }
+
+/// How long an idle worker polls for its next job before it sleeps.
+private let idleSpinNanoseconds: UInt64 = 50_000
 
 private func monotonicNanoseconds() -> UInt64 {
     var now = timespec()

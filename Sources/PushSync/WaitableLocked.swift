@@ -1,3 +1,4 @@
+import CHapiLinux
 import Glibc
 
 /// A value behind a `pthread_mutex_t`, with a `pthread_cond_t` for threads that must wait until
