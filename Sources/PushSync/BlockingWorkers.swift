@@ -1,3 +1,4 @@
+import CHapiLinux
 import Glibc
 import Synchronization
 
