@@ -1,4 +1,5 @@
 import CHapiLinux
+import CHapiOpenSSL
 import Foundation
 import Glibc
 import PushSync
