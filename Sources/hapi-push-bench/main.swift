@@ -672,11 +672,18 @@ func benchRelay() async throws {
     let rounds = 3
     _ = h2load(["--h1", "-n", "200", "-c", "10", server.url + "/v1/push"], body: push)  // warm: APNs connection and token
     var pairs: [(relay: Double, ceiling: Double)] = []
+    // CPU seconds per request (this process: relay and stand-in; plus h2load), which another
+    // agent's load on the machine does not change as it changes rates.
+    var cpu: [(relay: Double, ceiling: Double)] = []
     var answered = 0
     for _ in 0..<rounds {
-        guard let relay = h2load(["--h1", "-n", "\(requests)", "-c", "\(connections)", "-m", "1", server.url + "/v1/push"], body: push),
-            let ceiling = h2load(["-n", "\(requests * 2)", "-c", "1", "-m", "\(connections)", providers.apns.baseURL + "/3/device/" + token], body: apnsBody)
-        else {
+        let before = cpuSeconds()
+        let relay = h2load(["--h1", "-n", "\(requests)", "-c", "\(connections)", "-m", "1", server.url + "/v1/push"], body: push)
+        let middle = cpuSeconds()
+        let ceiling = h2load(["-n", "\(requests * 2)", "-c", "1", "-m", "\(connections)", providers.apns.baseURL + "/3/device/" + token], body: apnsBody)
+        let after = cpuSeconds()
+        cpu.append(((middle - before) / Double(requests), (after - middle) / Double(requests * 2)))
+        guard let relay, let ceiling else {
             await server.stop()
             print("relay: h2load unavailable (install nghttp2-client)")
             return
@@ -691,7 +698,21 @@ func benchRelay() async throws {
     let ratios = pairs.map { $0.relay / $0.ceiling }.sorted()
     let relays = pairs.map(\.relay).sorted()
     print("through hapi-push-relay (median)                 \(format(relays[relays.count / 2]))   ratio \(String(format: "%.2f", ratios[ratios.count / 2])) (median of \(rounds) paired runs)")
+    let costs = cpu.map { $0.ceiling / $0.relay }.sorted()
+    let perPush = cpu.map(\.relay).sorted()[cpu.count / 2]
+    print("CPU per push through the relay \(String(format: "%.1f", perPush * 1e6)) µs (relay, stand-in and h2load); CPU ratio to the reference \(String(format: "%.2f", costs[costs.count / 2])) (median)")
     print("answered 200: \(answered) of \(requests * rounds); APNs requests seen: \(providers.apns.requests.count)")
+}
+
+/// CPU seconds (user and system) used so far by this process and its waited-for children.
+func cpuSeconds() -> Double {
+    var total = 0.0
+    for who in [RUSAGE_SELF, RUSAGE_CHILDREN] {
+        var usage = rusage()
+        getrusage(who, &usage)
+        total += Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+    return total
 }
 
 
