@@ -709,7 +709,7 @@ func cpuSeconds() -> Double {
     var total = 0.0
     for who in [RUSAGE_SELF, RUSAGE_CHILDREN] {
         var usage = rusage()
-        getrusage(who, &usage)
+        getrusage(__rusage_who_t(who.rawValue), &usage)
         total += Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
     return total
