@@ -701,7 +701,7 @@ func benchRelay() async throws {
     let costs = cpu.map { $0.ceiling / $0.relay }.sorted()
     let perPush = cpu.map(\.relay).sorted()[cpu.count / 2]
     print("CPU per push through the relay \(String(format: "%.1f", perPush * 1e6)) µs (relay, stand-in and h2load); CPU ratio to the reference \(String(format: "%.2f", costs[costs.count / 2])) (median)")
-    print("answered 200: \(answered) of \(requests * rounds); APNs requests seen: \(providers.apns.requests.count)")
+    print("answered 200: \(answered) of \(requests * rounds); APNs requests seen: \(providers.apns.requests.count); TLS connections the stand-in accepted: \(providers.apns.server.connectionsAccepted) (the relay's and each h2load run's)")
 }
 
 /// CPU seconds (user and system) used so far by this process and its waited-for children.
