@@ -135,6 +135,29 @@ import Testing
         #expect(relay.apnsRequests.count == 2)
     }
 
+    @Test func afterARetryTheNextPushesCarryTheFreshTokenFromTheStart() async throws {
+        // Pushes right after one another reuse the token at hand without asking for it again;
+        // once Apple refused it, that is the fresh one, not the refused one.
+        let relay = try RelayFixture()
+        let first = Locked<String?>(nil)
+        relay.providers.apns.respond { request in
+            let authorization = request.header("authorization") ?? ""
+            let stale = first.withLock { first -> Bool in
+                if first == nil { first = authorization }
+                return first == authorization
+            }
+            return stale ? .text(status: 403, #"{"reason":"ExpiredProviderToken"}"#) : .json("")
+        }
+        #expect(try await relay.push(iosPush()).status == 200)
+        #expect(relay.apnsRequests.count == 2)
+        for index in 0..<5 {
+            let token = String(repeating: "e\(index)", count: 32)
+            #expect(try await relay.push(iosPush(token: token)).status == 200)
+        }
+        await relay.stop()
+        #expect(relay.apnsRequests.count == 7)
+    }
+
     @Test func aProviderThatNeverAnswersIs502WhileOthersAreAnswered() async throws {
         let timeout = Duration.milliseconds(1500)
         let relay = try RelayFixture { $0.providerTimeout = timeout }
