@@ -13,9 +13,6 @@ final class HTTPBatch: Sendable {
         var outcomes: [HTTPClient.Outcome?]
         var remaining: Int
         var continuation: Continuation?
-        /// Instead of a continuation: called once with the outcomes, on the thread that filled
-        /// the last slot (`HTTPClient.send(_:completion:)`).
-        var callback: (@Sendable ([HTTPClient.Outcome]) -> Void)?
     }
 
     let submittedAt: ContinuousClock.Instant
@@ -31,28 +28,18 @@ final class HTTPBatch: Sendable {
         state.withLock { $0.continuation = continuation }
     }
 
-    /// The callback form of `setContinuation`.
-    func setCallback(_ callback: @escaping @Sendable ([HTTPClient.Outcome]) -> Void) {
-        state.withLock { $0.callback = callback }
-    }
-
     /// Fills slot `index` (once; later calls are ignored) and resumes the caller after the last.
     func complete(_ index: Int, _ result: Result<HTTPResponse, HTTPClientError>) {
         let elapsed = submittedAt.duration(to: .now)
-        let finished: (Continuation?, (@Sendable ([HTTPClient.Outcome]) -> Void)?, [HTTPClient.Outcome])? = state.withLock { state in
+        let finished: (Continuation, [HTTPClient.Outcome])? = state.withLock { state in
             guard state.outcomes.indices.contains(index), state.outcomes[index] == nil else { return nil }
             state.outcomes[index] = HTTPClient.Outcome(result: result, elapsed: elapsed)
             state.remaining -= 1
-            guard state.remaining == 0, state.continuation != nil || state.callback != nil else { return nil }
-            let continuation = state.continuation
-            let callback = state.callback
+            guard state.remaining == 0, let continuation = state.continuation else { return nil }
             state.continuation = nil
-            state.callback = nil
             let outcomes = state.outcomes.map { $0 ?? HTTPClient.Outcome(result: .failure(.other), elapsed: elapsed) }
-            return (continuation, callback, outcomes)
+            return (continuation, outcomes)
         }
-        guard let (continuation, callback, outcomes) = finished else { return }
-        continuation?.resume(returning: outcomes)
-        callback?(outcomes)
+        if let (continuation, outcomes) = finished { continuation.resume(returning: outcomes) }
     }
 }

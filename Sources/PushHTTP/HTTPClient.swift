@@ -121,36 +121,6 @@ package final class HTTPClient: Sendable {
         guard !requests.isEmpty else { return [] }
         let now = ContinuousClock.now
         let batch = HTTPBatch(count: requests.count, submittedAt: now)
-        let (started, refused) = prepare(requests, now: now, batch: batch)
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: HTTPBatch.Continuation) in
-                batch.setContinuation(continuation)
-                submit(started, refused: refused, batch: batch)
-            }
-        } onCancel: {
-            for transfer in started { transfer.cancel() }
-        }
-    }
-
-    /// Sends `request` and calls `completion` once with its result, on the engine thread that
-    /// finished it (on the calling thread when it is refused at once), without a task or a
-    /// suspension: for a caller that is itself an event loop (the relay answers from there).
-    /// `completion` must return quickly and never block. There is no cancellation; the
-    /// request's timeout still applies.
-    package func send(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, HTTPClientError>) -> Void) {
-        let now = ContinuousClock.now
-        let batch = HTTPBatch(count: 1, submittedAt: now)
-        batch.setCallback { outcomes in
-            completion(outcomes.first?.result ?? .failure(HTTPClientError(.other, detail: "no result")))
-        }
-        let (started, refused) = prepare([request], now: now, batch: batch)
-        submit(started, refused: refused, batch: batch)
-    }
-
-    /// Validates and routes each request: the transfers to start, and the slots refused now.
-    private func prepare(
-        _ requests: [HTTPRequest], now: ContinuousClock.Instant, batch: HTTPBatch
-    ) -> (started: [HTTPTransfer], refused: [(Int, HTTPClientError)]) {
         var transfers: [HTTPTransfer] = []
         transfers.reserveCapacity(requests.count)
         var refused: [(Int, HTTPClientError)] = []
@@ -189,21 +159,25 @@ package final class HTTPClient: Sendable {
                 routes.merge(snapshot) { old, _ in old }
             }
         }
-        return (transfers, refused)
-    }
-
-    /// Fills the refused slots and hands the transfers to their engines (once the batch has
-    /// its continuation or callback).
-    private func submit(_ started: [HTTPTransfer], refused: [(Int, HTTPClientError)], batch: HTTPBatch) {
-        for (index, error) in refused { batch.complete(index, .failure(error)) }
-        var toH2: [HTTPTransfer] = []
-        var toCurl: [HTTPTransfer] = []
-        for transfer in started where transfer.begin() {
-            if case .h2 = transfer.initialEngine { toH2.append(transfer) } else { toCurl.append(transfer) }
-        }
-        if !toH2.isEmpty, !h2.enqueue(.submit(toH2)) { for transfer in toH2 { transfer.submitFailed() } }
-        if !toCurl.isEmpty, !curl.enqueue(toCurl.count == 1 ? .add(toCurl[0]) : .addAll(toCurl)) {
-            for transfer in toCurl { transfer.submitFailed() }
+        let h2 = self.h2
+        let curl = self.curl
+        let started = transfers
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: HTTPBatch.Continuation) in
+                batch.setContinuation(continuation)
+                for (index, error) in refused { batch.complete(index, .failure(error)) }
+                var toH2: [HTTPTransfer] = []
+                var toCurl: [HTTPTransfer] = []
+                for transfer in started where transfer.begin() {
+                    if case .h2 = transfer.initialEngine { toH2.append(transfer) } else { toCurl.append(transfer) }
+                }
+                if !toH2.isEmpty, !h2.enqueue(.submit(toH2)) { for transfer in toH2 { transfer.submitFailed() } }
+                if !toCurl.isEmpty, !curl.enqueue(toCurl.count == 1 ? .add(toCurl[0]) : .addAll(toCurl)) {
+                    for transfer in toCurl { transfer.submitFailed() }
+                }
+            }
+        } onCancel: {
+            for transfer in started { transfer.cancel() }
         }
     }
 

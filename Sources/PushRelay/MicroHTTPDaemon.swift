@@ -68,10 +68,6 @@ final class MicroHTTPDaemon: Sendable {
         case answer(RelayHTTPAnswer)
         /// Suspend the connection, run this as a task, answer with its result.
         case later(@Sendable () async -> RelayHTTPAnswer)
-        /// Suspend the connection and call this at once, on the libmicrohttpd thread; it must
-        /// not block, and answers later by calling its argument (once; later calls are
-        /// ignored) from any thread. No task and no thread hop of its own.
-        case whenAnswered(@Sendable (_ answer: @escaping @Sendable (RelayHTTPAnswer) -> Void) -> Void)
     }
 
     let address: RelayBindAddress
@@ -310,14 +306,7 @@ private final class DaemonCore: Sendable {
                 context.phase.withLock { $0 = .finished }
                 return Self.respond(connection, answer)
             case .later(let work):
-                return suspend(context) { [self] in
-                    Task { [self] in
-                        let answer = await work()
-                        complete(context, with: answer)
-                    }
-                }
-            case .whenAnswered(let work):
-                return suspend(context) { [self] in work { [self] answer in complete(context, with: answer) } }
+                return suspend(context, work: work)
             }
         case .answered(let answer):
             context.phase.withLock { $0 = .finished }
@@ -327,50 +316,32 @@ private final class DaemonCore: Sendable {
         }
     }
 
-    /// Starts the work, then suspends, unless the answer came meanwhile (it is then given
-    /// now, and the connection never suspends). The suspension and its bookkeeping happen
-    /// under the request's lock, so a completion either finds the request suspended (and
-    /// resumes it) or finds it still receiving (and leaves the answer for this handler).
-    private func suspend(_ context: RequestContext, start: () -> Void) -> MHD_Result {
-        if let refusal = shared.withLock({ $0.refusingLaterAnswers }) {
+    /// Suspends first, then starts the work: a resume can never come before its suspend.
+    private func suspend(_ context: RequestContext, work: @escaping @Sendable () async -> RelayHTTPAnswer) -> MHD_Result {
+        let refusal = shared.withLock { shared -> RelayHTTPAnswer? in
+            if let refusal = shared.refusingLaterAnswers { return refusal }
+            context.phase.withLock { $0 = .suspended }
+            MHD_suspend_connection(context.connection)
+            shared.suspended[ObjectIdentifier(context)] = context
+            return nil
+        }
+        if let refusal {
             context.phase.withLock { $0 = .finished }
             return Self.respond(context.connection, refusal)
         }
-        start()
-        let now = shared.withLock { shared -> RelayHTTPAnswer? in
-            context.phase.withLock { phase -> RelayHTTPAnswer? in
-                if case .answered(let answer) = phase {
-                    phase = .finished
-                    return answer
-                }
-                if let refusal = shared.refusingLaterAnswers {
-                    phase = .finished
-                    return refusal
-                }
-                phase = .suspended
-                MHD_suspend_connection(context.connection)
-                shared.suspended[ObjectIdentifier(context)] = context
-                return nil
-            }
+        Task { [self] in
+            let answer = await work()
+            complete(context, with: answer)
         }
-        if let now { return Self.respond(context.connection, now) }
         return .YES
     }
 
-    /// Gives a request its answer, exactly once: resumes its connection when it is suspended,
-    /// or leaves the answer for the handler that is about to suspend it.
+    /// Gives a suspended request its answer and resumes its connection, exactly once.
     func complete(_ context: RequestContext, with answer: RelayHTTPAnswer) {
         let resume = context.phase.withLock { phase -> Bool in
-            switch phase {
-            case .suspended:
-                phase = .answered(answer)
-                return true
-            case .receiving:
-                phase = .answered(answer)
-                return false
-            case .answered, .finished:
-                return false
-            }
+            guard case .suspended = phase else { return false }
+            phase = .answered(answer)
+            return true
         }
         guard resume else { return }
         MHD_resume_connection(context.connection)

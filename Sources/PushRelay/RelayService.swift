@@ -7,8 +7,6 @@ final class RelayService: Sendable {
     let apns: RelayAPNsForwarder?
     let fcm: RelayFCMForwarder?
     let limiter: any PushRelayRateLimiter
-    /// `limiter` when it decides synchronously (in this process), so no task is needed.
-    let immediateLimiter: InMemoryPushRelayRateLimiter?
     let trustProxy: Bool
     let providerTimeout: Duration
     let version: String
@@ -22,7 +20,6 @@ final class RelayService: Sendable {
         self.apns = apns
         self.fcm = fcm
         self.limiter = limiter
-        immediateLimiter = limiter as? InMemoryPushRelayRateLimiter
         self.trustProxy = trustProxy
         self.providerTimeout = providerTimeout
         self.version = version
@@ -61,22 +58,6 @@ final class RelayService: Sendable {
             let answer = RelayHTTPAnswer.error(501, .unsupportedPlatform, message: "platform \(push.platform.rawValue) is not configured on this relay")
             metrics.pushStarted()
             return .answer(finish(push, answer, provider: nil, limitedBy: nil, started: started))
-        }
-        // The common case without a task: a limit decided in this process and an APNs token at
-        // hand. The push is admitted and handed to the HTTP/2 engine from the libmicrohttpd
-        // thread, and answered from the engine's thread (two thread hops instead of four).
-        if push.platform == .ios, let apns, let immediateLimiter, let jwt = apns.recentProviderToken() {
-            return .whenAnswered { [self] answer in
-                metrics.pushStarted()
-                let admission = immediateLimiter.admitNow(client: client, device: push.deviceKey)
-                guard admission == .admitted else {
-                    answer(finish(push, .rateLimited, provider: nil, limitedBy: admission.rawValue, started: started))
-                    return
-                }
-                apns.forward(push, jwt: jwt, deadline: started + providerTimeout) { [self] outcome in
-                    answer(finish(push, outcome.answer, provider: outcome, limitedBy: nil, started: started))
-                }
-            }
         }
         return .later { [self] in
             metrics.pushStarted()
