@@ -159,27 +159,7 @@ package enum Base64 {
                     invalid |= v
                     return v
                 }
-                var i = 0
-                var o = 0
-                while i + 4 <= symbols {
-                    let n = value(i) << 18 | value(i + 1) << 12 | value(i + 2) << 6 | value(i + 3)
-                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
-                    output[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
-                    output[o + 2] = UInt8(truncatingIfNeeded: n)
-                    i += 4
-                    o += 3
-                }
-                let rest = symbols - i
-                if rest >= 2 {
-                    let n = value(i) << 18 | value(i + 1) << 12 | (rest == 3 ? value(i + 2) << 6 : 0)
-                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
-                    o += 1
-                    if rest == 3 {
-                        output[o] = UInt8(truncatingIfNeeded: n >> 8)
-                        o += 1
-                    }
-                }
-                initialized = o
+                initialized = decodeSymbols(symbols, into: output, value: value)
             }
             // Table entries are 0...63 for the alphabet and 0xFF for anything else.
             return invalid & 0xC0 == 0 ? bytes : nil
@@ -210,29 +190,37 @@ package enum Base64 {
         let length = symbols / 4 * 3 + max(0, symbols % 4 - 1)
         return decodeTable.withUnsafeBufferPointer { table in
             [UInt8](unsafeUninitializedCapacity: length) { output, initialized in
-                var i = 0
-                var o = 0
                 func value(_ index: Int) -> UInt32 { UInt32(table[Int(source[index])]) }
-                while i + 4 <= symbols {
-                    let n = value(i) << 18 | value(i + 1) << 12 | value(i + 2) << 6 | value(i + 3)
-                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
-                    output[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
-                    output[o + 2] = UInt8(truncatingIfNeeded: n)
-                    i += 4
-                    o += 3
-                }
-                let rest = symbols - i
-                if rest >= 2 {
-                    let n = value(i) << 18 | value(i + 1) << 12 | (rest == 3 ? value(i + 2) << 6 : 0)
-                    output[o] = UInt8(truncatingIfNeeded: n >> 16)
-                    o += 1
-                    if rest == 3 {
-                        output[o] = UInt8(truncatingIfNeeded: n >> 8)
-                        o += 1
-                    }
-                }
-                initialized = o
+                initialized = decodeSymbols(symbols, into: output, value: value)
             }
         }
+    }
+
+    /// Writes the bytes of `symbols` alphabet symbols (no padding) into `output`: 3 for every 4,
+    /// and 1 or 2 for 2 or 3 trailing ones (their unused low bits dropped); `value` gives the
+    /// symbol at a position as its 6 bits. Returns how many bytes were written.
+    @inline(__always)
+    private static func decodeSymbols(_ symbols: Int, into output: UnsafeMutableBufferPointer<UInt8>, value: (Int) -> UInt32) -> Int {
+        var i = 0
+        var o = 0
+        while i + 4 <= symbols {
+            let n = value(i) << 18 | value(i + 1) << 12 | value(i + 2) << 6 | value(i + 3)
+            output[o] = UInt8(truncatingIfNeeded: n >> 16)
+            output[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
+            output[o + 2] = UInt8(truncatingIfNeeded: n)
+            i += 4
+            o += 3
+        }
+        let rest = symbols - i
+        if rest >= 2 {
+            let n = value(i) << 18 | value(i + 1) << 12 | (rest == 3 ? value(i + 2) << 6 : 0)
+            output[o] = UInt8(truncatingIfNeeded: n >> 16)
+            o += 1
+            if rest == 3 {
+                output[o] = UInt8(truncatingIfNeeded: n >> 8)
+                o += 1
+            }
+        }
+        return o
     }
 }
