@@ -34,7 +34,7 @@ package struct APNsTransport: PushTransport {
         do {
             token = try await providerToken.token()
         } catch {
-            return refuseAll(count, draft: draft, .refused(.providerToken, detail: error.message))
+            return PushDraft.refuseAll(count, draft: draft, logger: logger, transport: name, .refused(.providerToken, detail: error.message))
         }
         let (backingOff, batchStart) = call.batchStart()
         return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
@@ -42,18 +42,6 @@ package struct APNsTransport: PushTransport {
             case .refused(let result): return result
             case .deliver(let delivery):
                 let result = await send(delivery, jwt: token, backingOff: backingOff, batchStart: batchStart)
-                logger.log(delivery, transport: name, result)
-                return result
-            }
-        }
-    }
-
-    /// Every delivery of a batch failed before any request, each logged.
-    func refuseAll(_ count: Int, draft: (Int) -> PushDraft, _ result: PushResult) -> [PushResult] {
-        (0..<count).map { index in
-            switch draft(index) {
-            case .refused(let own): return own
-            case .deliver(let delivery):
                 logger.log(delivery, transport: name, result)
                 return result
             }

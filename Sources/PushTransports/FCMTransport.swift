@@ -35,7 +35,7 @@ package struct FCMTransport: PushTransport {
         do {
             accessToken = try await accessTokens.token()
         } catch {
-            return refuseAll(count, draft: draft, PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0))
+            return PushDraft.refuseAll(count, draft: draft, logger: logger, transport: name, PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0))
         }
         let (backingOff, batchStart) = call.batchStart()
         return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
@@ -51,18 +51,6 @@ package struct FCMTransport: PushTransport {
                     // Google no longer takes this token: the next batch exchanges a new one.
                     if result.status == 401 { await accessTokens.invalidate(accessToken) }
                 }
-                logger.log(delivery, transport: name, result)
-                return result
-            }
-        }
-    }
-
-    /// Every delivery of a batch failed before any request, each logged.
-    func refuseAll(_ count: Int, draft: (Int) -> PushDraft, _ result: PushResult) -> [PushResult] {
-        (0..<count).map { index in
-            switch draft(index) {
-            case .refused(let own): return own
-            case .deliver(let delivery):
                 logger.log(delivery, transport: name, result)
                 return result
             }

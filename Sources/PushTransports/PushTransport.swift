@@ -73,3 +73,21 @@ extension String {
         return text
     }
 }
+
+extension PushDraft {
+    /// Every delivery of a batch failed before any request (no provider token, no OAuth
+    /// token): each drafted delivery gets `result` and is logged; one refused while drafting
+    /// keeps its own.
+    static func refuseAll(
+        _ count: Int, draft: (Int) -> PushDraft, logger: any PushLogger, transport: PushTransportName, _ result: PushResult
+    ) -> [PushResult] {
+        (0..<count).map { index in
+            switch draft(index) {
+            case .refused(let own): return own
+            case .deliver(let delivery):
+                logger.log(delivery, transport: transport, result)
+                return result
+            }
+        }
+    }
+}
