@@ -9,8 +9,10 @@ BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev 
 # (redis-server, with redis-cli from redis-tools for the tests' own checks), and Debian's stock
 # nghttpd (with openssl to make its certificates); Debian's caddy in front of the relay (with curl
 # as the client, from chosen 127.x addresses); systemd-analyze for the relay's unit; tinyproxy,
-# the egress proxy the proxy tests go through, and socat, the TLS front that makes it an https:// proxy.
-TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl caddy curl systemd tinyproxy socat
+# the egress proxy the proxy tests go through, and socat, the TLS front that makes it an https:// proxy;
+# Firefox ESR, the browser of the Web Push test, with python3-websockets and python3-cryptography for
+# the push service it is pointed at (scripts/firefox-push-service.py).
+TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl caddy curl systemd tinyproxy socat firefox-esr python3 python3-websockets python3-cryptography
 BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
 
 .PHONY: deps build test test-sanitize demo bench soak fuzz deploy-check clean

@@ -13,13 +13,18 @@ public struct PushWebSubscription: Sendable, Equatable, CustomStringConvertible 
     public let auth: String
     /// Milliseconds since 1970.
     public let createdAt: Int64
+    /// After a VAPID key rotation: the previous public key a push last reached this browser
+    /// with (it subscribed before the rotation and has not subscribed again); nil when the
+    /// current key is the one. Kept in a table of ours, never in `push_subscriptions`.
+    public let previousVAPIDPublicKey: String?
 
-    public init(namespace: String, endpoint: String, p256dh: String, auth: String, createdAt: Int64) {
+    public init(namespace: String, endpoint: String, p256dh: String, auth: String, createdAt: Int64, previousVAPIDPublicKey: String? = nil) {
         self.namespace = namespace
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth
         self.createdAt = createdAt
+        self.previousVAPIDPublicKey = previousVAPIDPublicKey
     }
 
     /// The first 12 hex digits of the endpoint's SHA-256: a name safe to log.
@@ -41,4 +46,17 @@ public protocol PushWebSubscriptionStore: Sendable {
     func removeWebSubscription(namespace: String, endpoint: String) async throws -> Bool
     /// The namespace's subscriptions, newest `created_at` first.
     func webSubscriptions(namespace: String) async throws -> [PushWebSubscription]
+    /// Remembers the previous VAPID public key that reached a subscription after a rotation,
+    /// or forgets it (nil: the current key reaches it). Adding or removing the subscription
+    /// forgets it too.
+    func rememberWebSubscriptionVAPIDKey(namespace: String, endpoint: String, previousPublicKey: String?) async throws
+    /// Forgets every remembered key: the grace after a rotation is over.
+    func forgetWebSubscriptionVAPIDKeys() async throws
+}
+
+extension PushWebSubscriptionStore {
+    /// A store that keeps nothing beside the subscriptions: a push refused for the current key
+    /// is still sent again with each previous one, every time.
+    public func rememberWebSubscriptionVAPIDKey(namespace: String, endpoint: String, previousPublicKey: String?) async throws {}
+    public func forgetWebSubscriptionVAPIDKeys() async throws {}
 }

@@ -76,6 +76,7 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
         try connection.execute("PRAGMA synchronous=NORMAL")
         let idIsInteger = try Self.migrate(connection, table: configuration.tableName, path: configuration.path)
         try connection.execute(Self.webPushSubscriptionsSchema)
+        try connection.execute(Self.webPushVAPIDKeysSchema)
         let readConnection = try SQLiteConnection(path: configuration.path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
         try readConnection.execute("PRAGMA query_only=1")
         self.sql = Statements(table: configuration.tableName, idIsInteger: idIsInteger)

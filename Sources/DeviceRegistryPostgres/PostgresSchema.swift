@@ -63,6 +63,17 @@ enum PostgresSchema {
             )
             """)
         try db.execute("CREATE INDEX IF NOT EXISTS idx_push_subscriptions_namespace ON push_subscriptions(namespace)")
+        // Ours beside it: the previous VAPID key that reached a subscription after a rotation.
+        try db.execute(
+            """
+            CREATE TABLE IF NOT EXISTS hapi_push_web_vapid_keys (
+                namespace TEXT NOT NULL,
+                endpoint TEXT NOT NULL,
+                previous_public_key TEXT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (namespace, endpoint)
+            )
+            """)
 
         let columns = try db.execute(
             """

@@ -35,7 +35,10 @@ struct WebPushChannel: Sendable {
         clientConfiguration.addressPolicy = configuration.webPush.allowsPrivateEndpoints ? .any : .publicOnly
         let client = try HTTPClient(configuration: clientConfiguration)
         let vapid = WebPushVAPID(keyPair: keyPair, subject: configuration.webPush.subject)
-        let transport = WebPushTransport(client: client, vapid: vapid, retryPolicy: runtime.retry, concurrency: runtime.concurrency.relay)
+        // Kept by a key rotation: tried when the push service refuses the current pair.
+        let previous = loaded.previous.map { WebPushVAPID(keyPair: $0, subject: configuration.webPush.subject) }
+        let transport = WebPushTransport(
+            client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, concurrency: runtime.concurrency.relay)
         return WebPushChannel(routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil)
     }
 
@@ -74,7 +77,9 @@ extension NativePush {
         if await webClientVisible(namespace) { return PushWebPushReport(decision: .webClientVisible) }
         let subscriptions = try await store.webSubscriptions(namespace: namespace)
         guard !subscriptions.isEmpty else { return PushWebPushReport(decision: .noSubscriptions) }
-        let targets = subscriptions.map { WebPushTransport.Target(endpoint: $0.endpoint, p256dh: $0.p256dh, auth: $0.auth) }
+        let targets = subscriptions.map {
+            WebPushTransport.Target(endpoint: $0.endpoint, p256dh: $0.p256dh, auth: $0.auth, previousVAPIDPublicKey: $0.previousVAPIDPublicKey)
+        }
         let results = await transport.send(Array(payload.json.utf8), to: targets)
         var deliveries: [PushWebPushReport.Delivery] = []
         for (subscription, result) in zip(subscriptions, results) {
@@ -82,10 +87,15 @@ extension NativePush {
             if result.outcome == .invalid {
                 removed = (try? await store.removeWebSubscription(namespace: namespace, endpoint: subscription.endpoint)) ?? false
             }
+            let previousKey = result.vapidPublicKey == transport.vapidPublicKey ? nil : result.vapidPublicKey
+            if result.outcome == .sent, previousKey != subscription.previousVAPIDPublicKey {
+                // Which pair reaches this browser, for the next push and for `webpush list`.
+                try? await store.rememberWebSubscriptionVAPIDKey(namespace: namespace, endpoint: subscription.endpoint, previousPublicKey: previousKey)
+            }
             deliveries.append(
                 PushWebPushReport.Delivery(
                     origin: subscription.origin, fingerprint: subscription.fingerprint, outcome: result.outcome, reason: result.reason,
-                    detail: result.detail, status: result.status, removed: removed))
+                    detail: result.detail, status: result.status, removed: removed, previousVAPIDPublicKey: previousKey))
         }
         return PushWebPushReport(decision: .sent, deliveries: deliveries)
     }

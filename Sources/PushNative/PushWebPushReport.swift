@@ -34,6 +34,9 @@ public struct PushWebPushReport: Sendable, Hashable {
         public var status: Int?
         /// The subscription was removed (404/410 from its push service).
         public var removed: Bool
+        /// After a VAPID key rotation: the previous public key this answer was for, when the
+        /// current one was refused (401/403) and a kept one was tried; nil for the current key.
+        public var previousVAPIDPublicKey: String? = nil
 
         /// `origin` and fingerprint, as reports print an endpoint.
         public var endpoint: String { "\(origin) \(fingerprint)" }
@@ -59,6 +62,7 @@ public struct PushWebPushReport: Sendable, Hashable {
                             (key: "endpoint", value: .string(delivery.endpoint)), (key: "outcome", value: .string(delivery.outcome.rawValue)),
                             (key: "reason", value: delivery.reason.map { .string($0.text(detail: delivery.detail)) } ?? .null),
                             (key: "status", value: delivery.status.map { .integer(Int64($0)) } ?? .null),
+                            (key: "previousVapidPublicKey", value: delivery.previousVAPIDPublicKey.map { .string($0) } ?? .null),
                         ])
                     })
             ),

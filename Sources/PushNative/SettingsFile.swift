@@ -118,6 +118,32 @@ package struct SettingsFile: Sendable {
         }
     }
 
+    /// Sets the members in `values` (a nil value removes the member), keeping every other key,
+    /// under the same locks as `addMissingValues`. For an operator's deliberate change (a VAPID
+    /// key rotation), never for first-sight defaults. `decide` sees the file's members first and
+    /// returns the values to write, or nil to write nothing.
+    package func replaceValues<T>(
+        _ decide: ([(key: String, value: JSONValue)]) throws(PushSettingsFileError) -> (values: [String: JSONValue?], result: T)?
+    ) throws(PushSettingsFileError) -> T? {
+        try SettingsFile.inProcess.withLock { _ throws(PushSettingsFileError) -> T? in
+            try withFileLock { () throws(PushSettingsFileError) -> T? in
+                var members = try read()
+                guard let (values, result) = try decide(members) else { return nil }
+                for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+                    if let index = members.firstIndex(where: { $0.key == key }) {
+                        if let value { members[index].value = value } else { members.remove(at: index) }
+                    } else if let value {
+                        members.append((key: key, value: value))
+                    }
+                }
+                let target = try writeTarget()
+                removeAbandonedTemporaryFiles(target: target)
+                try writeAtomically(members, to: target)
+                return result
+            }
+        }
+    }
+
     /// Pretty JSON with sorted keys (two-space indent), as a person would edit it.
     static func render(_ value: JSONValue, indent: String = "") -> String {
         switch value {

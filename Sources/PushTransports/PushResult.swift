@@ -18,6 +18,9 @@ package struct PushResult: Sendable, Equatable, PushReasonCarrying {
     package var invalidSince: Int64?
     /// How many HTTP attempts were made (1 without retries).
     package var attempts: Int
+    /// Web Push: the VAPID public key of the last attempt (after a key rotation, the previous
+    /// key a browser subscribed with may be the one that worked).
+    package var vapidPublicKey: String?
 
     package init(
         outcome: PushDeliveryOutcome, reason: PushDeliveryReason? = nil, detail: String? = nil, status: Int? = nil, latency: Duration = .zero,

@@ -13,38 +13,61 @@ package struct WebPushTransport: Sendable {
         package var endpoint: String
         package var p256dh: String
         package var auth: String
-        package init(endpoint: String, p256dh: String, auth: String) {
+        /// The previous VAPID public key remembered to reach this browser (tried first).
+        package var previousVAPIDPublicKey: String?
+        package init(endpoint: String, p256dh: String, auth: String, previousVAPIDPublicKey: String? = nil) {
             self.endpoint = endpoint
             self.p256dh = p256dh
             self.auth = auth
+            self.previousVAPIDPublicKey = previousVAPIDPublicKey
         }
     }
 
     package var name: PushTransportName { .webpush }
     let client: HTTPClient
     let vapid: WebPushVAPID
+    /// The pairs a key rotation replaced, newest first (settings.json `previousVapidKeys`).
+    let previousVAPIDs: [WebPushVAPID]
     let policy: PushRetryPolicy
     let concurrency: Int
 
-    package init(client: HTTPClient, vapid: WebPushVAPID, retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64) {
+    package init(
+        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64
+    ) {
         self.client = client
         self.vapid = vapid
+        self.previousVAPIDs = previousVAPIDs
         self.policy = retryPolicy
         self.concurrency = concurrency
     }
 
+    /// The public key browsers subscribe with now.
+    package var vapidPublicKey: String { vapid.publicKey }
+
+    /// The identities to try for one target, each once: the remembered previous key first (it
+    /// worked last time), then the current one, then the other kept ones.
+    func identities(for target: Target) -> [WebPushVAPID] {
+        let all = [vapid] + previousVAPIDs
+        guard let remembered = target.previousVAPIDPublicKey, let first = all.first(where: { $0.publicKey == remembered }) else { return all }
+        return [first] + all.filter { $0.publicKey != remembered }
+    }
+
     /// Seals `payload` for every target and sends all at once (at most `concurrency` in flight);
-    /// one result per target, in order. Never throws.
+    /// one result per target, in order. Never throws. A push refused with 401 or 403 is sent
+    /// once more with each other identity (`identities(for:)`); the result's `vapidPublicKey`
+    /// says which one its answer was for.
     package func send(_ payload: [UInt8], to targets: [Target]) async -> [PushResult] {
         guard !targets.isEmpty else { return [] }
-        // One VAPID header per origin, minted (or taken from the cache) before sending.
+        // One VAPID header per origin and first identity, minted (or taken from the cache) before sending.
         var authorizations: [String: Result<String, PushCredentialError>] = [:]
         for target in targets {
-            guard let origin = PushWebEndpoint.origin(of: target.endpoint), authorizations[origin] == nil else { continue }
+            guard let origin = PushWebEndpoint.origin(of: target.endpoint), let first = identities(for: target).first else { continue }
+            let key = first.publicKey + " " + origin
+            guard authorizations[key] == nil else { continue }
             do {
-                authorizations[origin] = .success(try await vapid.authorization(origin: origin))
+                authorizations[key] = .success(try await first.authorization(origin: origin))
             } catch {
-                authorizations[origin] = .failure(error)
+                authorizations[key] = .failure(error)
             }
         }
         let frozen = authorizations
@@ -52,31 +75,57 @@ package struct WebPushTransport: Sendable {
         let call = ProviderCall(client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero))
         let batchStart = ContinuousClock.now
         return await PushTransports.window(targets.count, limit: concurrency) { index in
-            await Self.send(payload, to: targets[index], authorizations: frozen, call: call, batchStart: batchStart)
+            await self.send(payload, to: targets[index], authorizations: frozen, call: call, batchStart: batchStart)
         }
     }
 
-    /// Seals (only when the window has room for it) and sends one.
-    private static func send(
+    /// Seals (only when the window has room for it) and sends one; after a 401 or 403, the same
+    /// sealed body once more with each other identity, until one is not refused.
+    private func send(
         _ payload: [UInt8], to target: Target, authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall,
         batchStart: ContinuousClock.Instant
     ) async -> PushResult {
         guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
             return .refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")
         }
+        let identities = identities(for: target)
         let authorization: String
-        switch authorizations[origin] {
+        switch authorizations[(identities.first?.publicKey ?? "") + " " + origin] {
         case .success(let value)?: authorization = value
         case .failure(let error)?: return .refused(.providerToken, detail: error.message)
         case nil: return .refused(.providerToken)
         }
         let sealed = WebPushProvider.seal(payload: payload, p256dh: target.p256dh, auth: target.auth)
         guard let body = sealed.body else { return .refused(sealed.refusal ?? .sealFailed) }
-        let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization)
-        // Nothing a service echoes may carry the capability URL, the keys or our JWT.
-        let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
-        return await call.perform(HTTPRequest(request, endpoint: origin), batchStartedAt: batchStart, secrets: secrets) { response in
-            WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
-        }.result
+        func attempt(_ authorization: String, _ identity: WebPushVAPID?) async -> PushResult {
+            let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization)
+            // Nothing a service echoes may carry the capability URL, the keys or our JWT.
+            let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
+            var result = await call.perform(HTTPRequest(request, endpoint: origin), batchStartedAt: batchStart, secrets: secrets) { response in
+                WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
+            }.result
+            result.vapidPublicKey = identity?.publicKey
+            return result
+        }
+        let first = await attempt(authorization, identities.first)
+        var attempts = first.attempts
+        for identity in identities.dropFirst() where Self.refusesIdentity(first) {
+            guard let other = try? await identity.authorization(origin: origin) else { continue }
+            var again = await attempt(other, identity)
+            attempts += again.attempts
+            guard Self.refusesIdentity(again) else {
+                again.attempts = attempts
+                return again
+            }
+        }
+        var result = first
+        result.attempts = attempts
+        return result
+    }
+
+    /// 401 and 403: the push service does not take this VAPID identity for the subscription
+    /// (Mozilla: the `k` is not the subscribing key; Google: the key does not match).
+    static func refusesIdentity(_ result: PushResult) -> Bool {
+        result.outcome == .failed && (result.status == 401 || result.status == 403)
     }
 }

@@ -22,7 +22,8 @@ enum SendCommand {
         only when no native device got it, to every subscription of NS, with {title, body, tag, data:{type,
         sessionId, url, requestId}} (tag <type>-<session-id>, none for task-notification). --json adds
         "webPush":{"decision":native_sent|web_client_visible|no_subscriptions|sent|disabled,"deliveries":[{endpoint,
-        outcome,reason,status}]}; endpoint is the origin and the endpoint's 12-hex fingerprint.
+        outcome,reason,status,previousVapidPublicKey}]}; endpoint is the origin and the endpoint's 12-hex fingerprint;
+        previousVapidPublicKey the kept VAPID key that reached it after a key rotation (null: the current key).
         Exit 0 when the dispatch ran, whatever the outcomes; 1 when the registry or settings are unusable;
         2 for bad options.
         """

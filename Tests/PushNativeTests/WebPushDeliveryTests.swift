@@ -109,6 +109,33 @@ import Testing
         #expect(try await store.webSubscriptions(namespace: "ns").count == (kept ? 1 : 0))
     }
 
+    /// After a rotation: a 401/403 for the current key is sent once more with each kept key,
+    /// in order, and only then reported; the answer reported is the current key's.
+    @Test(arguments: [401, 403]) func aRefusedIdentityIsTriedOnceWithEachKeptKey(status: Int) async throws {
+        let recorded = RecordedRequests()
+        let server = try LoopbackServer { request in
+            recorded.append(request)
+            return .init(status: status)
+        }
+        defer { server.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-webpush-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let oldest = try PushVAPIDKeyRotation.rotate(dataDirectory: directory).publicKey
+        let older = try PushVAPIDKeyRotation.rotate(dataDirectory: directory).publicKey
+        let current = try PushVAPIDKeyRotation.rotate(dataDirectory: directory).publicKey
+        let push = try await NativePush.start(
+            environment: ["HAPI_HOME": directory, "HAPI_PUSH_CA_FILE": server.caCertificatePath ?? "", "HAPI_WEB_PUSH_ALLOW_PRIVATE_ENDPOINTS": "1"],
+            dataDirectory: directory)
+        let browser = try #require(WebPushTestBrowser())
+        let routes = try #require(push.webPush)
+        #expect(await routes.subscribe(namespace: "ns", body: Array(browser.subscribeBody(endpoint: server.baseURL + "/push/1").utf8)).status == 200)
+        let report = try await push.sendWebPush(PushNotificationComposer.webReady(for: Self.session), namespace: "ns", nativeSent: false)
+        #expect(report.webPush(\.outcome) == [.failed] && report.webPush(\.status) == [status] && report.webPush(\.previousVAPIDPublicKey) == [nil])
+        #expect(recorded.all.compactMap { $0.header("authorization")?.components(separatedBy: "k=").last } == [current, older, oldest])
+        #expect(try await routes.store.webSubscriptions(namespace: "ns").first?.previousVAPIDPublicKey == nil)
+        await push.shutdown()
+    }
+
     @Test func aMessageOverTheLimitIsRefusedBeforeSending() async throws {
         let server = try LoopbackServer { _ in .init(status: 201) }
         defer { server.stop() }

@@ -80,6 +80,55 @@ import Testing
         #expect(configuration.webPush.vapidKeys == "unusable" && !configuration.webPush.isEnabled)
     }
 
+    @Test func aRotationMakesANewCurrentPairAndKeepsTheOldOnesBesideIt() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let pair = try Self.jsHubPair()
+        try #"{"vapidKeys":{"publicKey":"\#(pair.publicKey)","privateKey":"\#(pair.privateKey)"},"machineId":"m"}"#
+            .write(toFile: directory + "/settings.json", atomically: true, encoding: .utf8)
+        let first = try PushVAPIDKeyRotation.rotate(dataDirectory: directory, now: 1_800_000_000_000)
+        #expect(first.publicKey != pair.publicKey && first.previousPublicKeys == [pair.publicKey])
+        let saved = try JSONParser.parse(Array(try String(contentsOfFile: directory + "/settings.json", encoding: .utf8).utf8))
+        #expect(saved["machineId"] == "m")
+        #expect(saved["vapidKeys"]?["publicKey"]?.stringValue == first.publicKey)
+        #expect(saved["previousVapidKeys"]?.arrayValue?.first?["privateKey"]?.stringValue == pair.privateKey)
+        #expect(saved["previousVapidKeys"]?.arrayValue?.first?["retiredAt"] == .integer(1_800_000_000_000))
+        let loaded = VAPIDKeyFile.loadOrCreate(SettingsFile(directory: directory))
+        #expect(loaded.keyPair.map { Base64.urlEncodeUnpadded($0.publicKey) } == first.publicKey && loaded.warning == nil)
+        #expect(loaded.previous.map { Base64.urlEncodeUnpadded($0.publicKey) } == [pair.publicKey])
+        // At most four kept, newest first.
+        var current = first.publicKey
+        var kept = [pair.publicKey]
+        for _ in 0..<4 {
+            let next = try PushVAPIDKeyRotation.rotate(dataDirectory: directory)
+            kept.insert(current, at: 0)
+            #expect(next.previousPublicKeys == Array(kept.prefix(4)))
+            current = next.publicKey
+        }
+        #expect(VAPIDKeyFile.loadOrCreate(SettingsFile(directory: directory)).previous.count == 4)
+    }
+
+    @Test func dropOldEndsTheGraceAndABadPairIsNeverRotated() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // No pair yet: a rotation only creates one.
+        let created = try PushVAPIDKeyRotation.rotate(dataDirectory: directory)
+        #expect(created.previousPublicKeys.isEmpty)
+        let rotated = try PushVAPIDKeyRotation.rotate(dataDirectory: directory)
+        #expect(rotated.previousPublicKeys == [created.publicKey])
+        #expect(try await PushVAPIDKeyRotation.dropPrevious(dataDirectory: directory, store: nil) == [created.publicKey])
+        #expect(try await PushVAPIDKeyRotation.dropPrevious(dataDirectory: directory, store: nil) == [])
+        let saved = try JSONParser.parse(Array(try String(contentsOfFile: directory + "/settings.json", encoding: .utf8).utf8))
+        #expect(saved["previousVapidKeys"] == nil && saved["vapidKeys"]?["publicKey"]?.stringValue == rotated.publicKey)
+        // An unusable current pair: refused, the file left as it is.
+        let pair = try Self.jsHubPair()
+        let other = try Self.jsHubPair()
+        let text = #"{"vapidKeys":{"publicKey":"\#(pair.publicKey)","privateKey":"\#(other.privateKey)"}}"#
+        try text.write(toFile: directory + "/settings.json", atomically: true, encoding: .utf8)
+        #expect(throws: PushSettingsFileError.unparseable) { try PushVAPIDKeyRotation.rotate(dataDirectory: directory) }
+        #expect(try String(contentsOfFile: directory + "/settings.json", encoding: .utf8) == text)
+    }
+
     @Test func theSubjectIsCheckedAtLoad() throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
