@@ -32,7 +32,8 @@ import Testing
         #expect(list.status == 0)
         let array = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
         #expect(array.count == 1)
-        #expect(Set(array[0].keys) == ["origin", "fingerprint", "createdAt"])
+        #expect(Set(array[0].keys) == ["origin", "fingerprint", "createdAt", "previousVapidPublicKey"])
+        #expect(array[0]["previousVapidPublicKey"] is NSNull)
         #expect(array[0]["origin"] as? String == "https://fcm.googleapis.com")
         #expect((array[0]["fingerprint"] as? String)?.count == 12)
         for output in [list.stdout, try CLI.run(["--data-dir", dir, "webpush", "list", "--namespace", "ns"]).stdout] {
