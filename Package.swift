@@ -61,7 +61,7 @@ let package = Package(
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
         // The core: canonical JSON, payloads, keys and the AES-256-GCM envelope. No network.
-        .target(name: "PushEnvelope", dependencies: ["CHapiOpenSSL"], swiftSettings: strictSettings),
+        .target(name: "PushEnvelope", dependencies: ["CHapiOpenSSL", "PushSync"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
         .target(
             name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
@@ -87,6 +87,8 @@ let package = Package(
         .target(
             name: "CHapiLoopback",
             linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]),
+        // `make bench`'s floor for a Web Push seal: RFC 8291's unavoidable steps in C on OpenSSL 3.
+        .target(name: "CHapiWebPushFloor", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback", "PushSync"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
         .target(
@@ -119,7 +121,7 @@ let package = Package(
             name: "hapi-push-bench",
             dependencies: [
                 "PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite",
-                "CHapiPostgres", "CHapiLinux",
+                "CHapiPostgres", "CHapiLinux", "CHapiWebPushFloor",
             ],
             swiftSettings: strictSettings),
 
@@ -199,5 +201,9 @@ if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
         fuzzTarget("FuzzURL", ["PushNative"]),
         fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
         fuzzTarget("FuzzSanitize", ["PushProviders"]),
+        fuzzTarget("FuzzSubscription", ["DeviceRegistry", "PushEnvelope"]),
+        fuzzTarget("FuzzEndpoint", ["PushEnvelope"]),
+        fuzzTarget("FuzzVAPIDKeys", ["PushNative", "PushEnvelope"]),
+        fuzzTarget("FuzzWebPushAnswer", ["PushProviders"]),
     ]
 }
