@@ -97,7 +97,15 @@ final class CurlEasyHandle {
         // Wait for the first connection's ALPN answer instead of opening one per request.
         try set(CURLOPT_PIPEWAIT, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
-        if settings.addressPolicy == .publicOnly {
+        if request.addressPolicy == .publicOnly {
+            // libcurl reuses a cached connection without opening a socket, so the check below
+            // would never see a connection a `.any` request opened to a private address, and
+            // no option keeps libcurl's cache apart by policy (an identity CONNECT_TO is
+            // dropped as a no-op). So a `.publicOnly` transfer always opens its own connection
+            // and closes it after: the HTTP/1.1 Web Push services pay a handshake per push
+            // (those that speak HTTP/2 are the HTTP/2 engine's, pooled per policy).
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try set(CURLOPT_FORBID_REUSE, 1)
             // libcurl resolves on its own: judge each address right before its socket is made.
             try check(
                 hapi_curl_easy_setopt_opensocket(raw) { _, _, address in
@@ -151,7 +159,7 @@ final class CurlEasyHandle {
         try configureHeaders(request)
     }
 
-    private func configureMethodAndBody(_ request: HTTPRequest) throws(HTTPClientError) {
+    private func configureMethodAndBody(_ request: HTTPClientRequest) throws(HTTPClientError) {
         let method = request.method
         if method == .head {
             try set(CURLOPT_NOBODY, 1)
@@ -171,7 +179,7 @@ final class CurlEasyHandle {
         }
     }
 
-    private func configureHeaders(_ request: HTTPRequest) throws(HTTPClientError) {
+    private func configureHeaders(_ request: HTTPClientRequest) throws(HTTPClientError) {
         var lines: [String] = []
         for field in request.headers {
             // "Name:" would tell libcurl to remove the header; "Name;" sends it empty.

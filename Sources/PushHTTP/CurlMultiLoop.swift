@@ -25,7 +25,6 @@ final class CurlMultiLoop: Sendable {
         var connectTimeout: Duration
         var maximumResponseBodyBytes: Int
         var trustStore: CurlTrustStore?
-        var addressPolicy: EndpointAddressPolicy = .any
     }
 
     private enum Phase: Sendable {

@@ -121,7 +121,7 @@ final class H2Connection {
             loop.connectionFailed(self, error)
         case .success(let list):
             // The policy judges the very addresses connected to, never a second resolution.
-            addresses = list.filter { loop.settings.addressPolicy.allows(sockaddr: $0.bytes) }
+            addresses = list.filter { origin.addressPolicy.allows(sockaddr: $0.bytes) }
             guard !addresses.isEmpty else {
                 loop.connectionFailed(self, HTTPClientError(.addressNotAllowed, detail: "\(origin.key.authority) resolves only to refused addresses"))
                 return
@@ -340,11 +340,10 @@ final class H2Connection {
     func submit(_ exchange: H2Exchange) -> Bool {
         guard let session else { return false }
         let request = exchange.transfer.request
-        let route = exchange.transfer.route
         let hasBody = !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch
         var fields: [(String, String)] = [
-            (":method", request.method.rawValue), (":scheme", route.origin.isTLS ? "https" : "http"),
-            (":authority", route.origin.authority), (":path", route.path),
+            (":method", request.method.rawValue), (":scheme", request.origin.scheme),
+            (":authority", request.origin.authority), (":path", request.path),
         ]
         fields.reserveCapacity(request.headers.count + 5)
         var hasContentLength = false

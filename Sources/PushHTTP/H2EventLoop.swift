@@ -31,8 +31,6 @@ final class H2EventLoop: Sendable {
         var fallback: CurlMultiLoop
         /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.
         var originLacksHTTP2: @Sendable (HTTPOrigin) -> Void
-        /// Which resolved addresses a connection may go to.
-        var addressPolicy: EndpointAddressPolicy = .any
     }
 
     private enum Phase: Sendable {
@@ -216,16 +214,25 @@ struct H2PendingQueue {
     }
 }
 
-/// One origin's connections and queue. Loop thread only.
+/// One origin's connections and queue, under one address policy: a request never rides a
+/// connection opened under a looser policy than its own. Loop thread only.
 final class H2Origin {
+    struct Key: Hashable {
+        let origin: HTTPOrigin
+        let addressPolicy: EndpointAddressPolicy
+    }
+
     let key: HTTPOrigin
+    /// Which resolved addresses its connections may go to.
+    let addressPolicy: EndpointAddressPolicy
     /// The `http://` proxy its connections tunnel through, nil for direct.
     let proxy: HTTPProxy?
     var connections: [H2Connection] = []
     var pending = H2PendingQueue()
 
-    init(key: HTTPOrigin, proxy: HTTPProxy?) {
+    init(key: HTTPOrigin, addressPolicy: EndpointAddressPolicy, proxy: HTTPProxy?) {
         self.key = key
+        self.addressPolicy = addressPolicy
         self.proxy = proxy
     }
 }

@@ -25,7 +25,7 @@ final class H2Loop {
     /// The time at the start of this iteration.
     var now: ContinuousClock.Instant
 
-    private var origins: [HTTPOrigin: H2Origin] = [:]
+    private var origins: [H2Origin.Key: H2Origin] = [:]
     private var connections: [UInt64: H2Connection] = [:]
     /// Requests on a stream, for cancellation.
     private var active: [ObjectIdentifier: (H2Connection, H2Exchange)] = [:]
@@ -117,12 +117,12 @@ final class H2Loop {
         switch command {
         case .submit(let transfers):
             for transfer in transfers {
-                let key = transfer.route.origin
+                let key = H2Origin.Key(origin: transfer.request.origin, addressPolicy: transfer.request.addressPolicy)
                 let origin: H2Origin
                 if let existing = origins[key] {
                     origin = existing
                 } else {
-                    origin = H2Origin(key: key, proxy: transfer.proxy)
+                    origin = H2Origin(key: key.origin, addressPolicy: key.addressPolicy, proxy: transfer.proxy)
                     origins[key] = origin
                 }
                 origin.pending.append(.init(transfer: transfer, attempt: nil))
@@ -255,7 +255,7 @@ final class H2Loop {
                 entry.transfer.abort(with: HTTPClientError(.connectionLost, detail: "the server stopped offering HTTP/2"))
             }
         }
-        origins[origin.key] = nil
+        origins[H2Origin.Key(origin: origin.key, addressPolicy: origin.addressPolicy)] = nil
     }
 
     private func remove(_ connection: H2Connection) {

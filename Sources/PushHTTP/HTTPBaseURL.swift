@@ -27,6 +27,11 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
     package let isTLS: Bool
     /// Lowercased, without IPv6 brackets.
     package let host: String
+    /// Scheme, host and port, parsed here once: requests to this base carry it as it is.
+    package let origin: HTTPOrigin
+    /// The path after the origin, without a trailing slash (`""` for none): a request's path
+    /// is this plus what it appends (`/v1/push`).
+    package let path: String
 
     package var description: String { text }
 
@@ -77,6 +82,8 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
         self.text = trimmed
         self.isTLS = route.origin.isTLS
         self.host = route.origin.host
+        self.origin = route.origin
+        self.path = route.path == "/" ? "" : route.path
     }
 
     /// `text` with the password of its user info (`user:password@`) shown as `***`; anything

@@ -22,8 +22,10 @@ import Synchronization
 /// request's timeout counts from submission (waiting for a connection or a stream included).
 /// Cancelling the calling task aborts its requests promptly with `.cancelled`.
 ///
-/// `send(_ requests:)` takes a whole batch: one lock and one wakeup to enter the engine, one
-/// suspension for the caller, results in order.
+/// `execute(_:deadline:)` is the one request API: an `HTTPClientRequest` carries its origin
+/// (parsed once, where it was configured), path, headers, body and address policy, so one
+/// client serves every origin under every policy. (`send(_:)` and the batch `send` are
+/// adapters kept until their last callers move.)
 ///
 /// Call `shutdown()` when done: it fails what is pending with `.shutdown` and waits until both
 /// threads have freed everything. A client released without `shutdown()` still shuts down on
@@ -72,7 +74,7 @@ package final class HTTPClient: Sendable {
             settings: CurlMultiLoop.Settings(
                 connectTimeout: configuration.connectTimeout,
                 maximumResponseBodyBytes: configuration.maximumResponseBodyBytes,
-                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:)), addressPolicy: configuration.addressPolicy),
+                trustStore: extraCA.map(CurlTrustStore.init(additionalCAPEM:))),
             counters: counters,
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
             maximumConcurrentStreams: configuration.maximumConcurrentStreamsPerConnection,
@@ -91,7 +93,7 @@ package final class HTTPClient: Sendable {
                     tls: tls,
                     resolver: HTTPResolver(override: configuration.resolverOverride),
                     fallback: curl,
-                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }, addressPolicy: configuration.addressPolicy),
+                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
                 counters: counters)
         } catch {
             curl.beginShutdown()
@@ -105,14 +107,64 @@ package final class HTTPClient: Sendable {
         curl.beginShutdown()
     }
 
-    /// Sends `request` and returns the complete response. Non-2xx statuses are responses, not
-    /// errors.
+    /// Runs `request` and returns the complete response; the one request API. Non-2xx
+    /// statuses are responses, not errors. `deadline` bounds the whole exchange: waiting for a
+    /// connection or a stream, and the automatic retry of a refused stream.
+    ///
+    /// - Throws: `HTTPClientError`; see its static members.
+    package func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant) async throws(HTTPClientError) -> HTTPResponse {
+        let transfer = try prepare(request, deadline: deadline, batch: nil, index: 0)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: HTTPTransfer.Continuation) in
+                transfer.setContinuation(continuation)
+                guard transfer.begin() else { return }
+                switch transfer.initialEngine {
+                case .h2(let loop): if !loop.enqueue(.submit([transfer])) { transfer.submitFailed() }
+                case .curl(let loop): if !loop.enqueue(.add(transfer)) { transfer.submitFailed() }
+                }
+            }
+        } onCancel: {
+            transfer.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Checks `request`, decides its proxy (once per origin) and its engine.
+    private func prepare(
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant, batch: HTTPBatch?, index: Int
+    ) throws(HTTPClientError) -> HTTPTransfer {
+        try Self.validate(request)
+        var request = request
+        // The client's own policy (the old per-client setting) can only tighten a request's.
+        if configuration.addressPolicy == .publicOnly { request.addressPolicy = .publicOnly }
+        let origin = request.origin
+        let proxyRoute: HTTPProxyRoute
+        if let known = proxyRoutes.withLock({ $0[origin] }) {
+            proxyRoute = known
+        } else {
+            proxyRoute = configuration.proxy.route(isTLS: origin.isTLS, host: origin.host, port: origin.port)
+            proxyRoutes.withLock { routes in
+                if routes.count >= HTTPRoute.knownOriginLimit { routes.removeAll(keepingCapacity: true) }
+                routes[origin] = proxyRoute
+            }
+        }
+        if case .invalid(let error) = proxyRoute { throw error }
+        let proxy = proxyRoute.proxy
+        // TLS inside TLS (an https:// proxy) is libcurl's to do.
+        let viaH2 =
+            (origin.isTLS ? !originsWithoutHTTP2.withLock({ $0.contains(origin) }) : configuration.forceHTTP2PriorKnowledge)
+            && proxy?.isTLS != true
+        return HTTPTransfer(
+            request: request, proxy: proxy, deadline: deadline, batch: batch, index: index, engine: viaH2 ? .h2(h2) : .curl(curl))
+    }
+
+    /// Sends `request` and returns the complete response (an adapter over `execute`, until
+    /// every caller builds an `HTTPClientRequest`).
     ///
     /// - Throws: `HTTPClientError`; see its static members.
     package func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
-        let outcomes = await send([request])
-        guard let outcome = outcomes.first else { throw HTTPClientError(.other, detail: "no result") }
-        return try outcome.result.get()
+        let deadline = ContinuousClock.now + (request.timeout ?? configuration.requestTimeout)
+        return try await execute(try Self.clientRequest(request), deadline: deadline)
     }
 
     /// Sends every request at once and returns their outcomes in the same order. Requests to
@@ -124,39 +176,12 @@ package final class HTTPClient: Sendable {
         var transfers: [HTTPTransfer] = []
         transfers.reserveCapacity(requests.count)
         var refused: [(Int, HTTPClientError)] = []
-        let learned = originsWithoutHTTP2.withLock { $0 }
-        var proxies = proxyRoutes.withLock { $0 }
-        var decided = false
         for (index, request) in requests.enumerated() {
             do throws(HTTPClientError) {
-                let route = try Self.validate(request)
-                let proxyRoute: HTTPProxyRoute
-                if let known = proxies[route.origin] {
-                    proxyRoute = known
-                } else {
-                    proxyRoute = configuration.proxy.route(isTLS: route.origin.isTLS, host: route.origin.host, port: route.origin.port)
-                    proxies[route.origin] = proxyRoute
-                    decided = true
-                }
-                if case .invalid(let error) = proxyRoute { throw error }
-                let proxy = proxyRoute.proxy
-                // TLS inside TLS (an https:// proxy) is libcurl's to do.
-                let viaH2 =
-                    (route.origin.isTLS ? !learned.contains(route.origin) : configuration.forceHTTP2PriorKnowledge) && proxy?.isTLS != true
                 let deadline = now + (request.timeout ?? configuration.requestTimeout)
-                transfers.append(
-                    HTTPTransfer(
-                        request: request, route: route, proxy: proxy, deadline: deadline, batch: batch, index: index,
-                        engine: viaH2 ? .h2(h2) : .curl(curl)))
+                transfers.append(try prepare(try Self.clientRequest(request), deadline: deadline, batch: batch, index: index))
             } catch {
                 refused.append((index, error))
-            }
-        }
-        if decided {
-            let snapshot = proxies
-            proxyRoutes.withLock { routes in
-                if routes.count >= HTTPRoute.knownOriginLimit { routes.removeAll(keepingCapacity: true) }
-                routes.merge(snapshot) { old, _ in old }
             }
         }
         let h2 = self.h2
@@ -179,6 +204,13 @@ package final class HTTPClient: Sendable {
         } onCancel: {
             for transfer in started { transfer.cancel() }
         }
+    }
+
+    /// An `HTTPRequest`'s URL parsed into origin and path, with the client's address policy.
+    private static func clientRequest(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPClientRequest {
+        let route = try HTTPRoute.parse(request.url)
+        return HTTPClientRequest(
+            origin: route.origin, method: request.method, path: route.path, headers: request.headers, body: request.body)
     }
 
     /// Fails pending and in-flight requests with `.shutdown`, stops both threads and frees
@@ -210,9 +242,8 @@ package final class HTTPClient: Sendable {
 
     // MARK: - Validation
 
-    /// Checks what either engine would misread or what would break the framing; returns the
-    /// parsed route.
-    static func validate(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPRoute {
+    /// Checks what either engine would misread or what would break the framing.
+    static func validate(_ request: HTTPClientRequest) throws(HTTPClientError) {
         guard isToken(request.method.rawValue) else {
             throw HTTPClientError(.invalidRequest, detail: "the method is not an HTTP token")
         }
@@ -225,7 +256,12 @@ package final class HTTPClient: Sendable {
                 throw HTTPClientError(.invalidRequest, detail: "header \(field.name) has a CR, LF or NUL in its value")
             }
         }
-        return try HTTPRoute.parse(request.url)
+        // The path is never quoted either: it may hold a device token or a capability URL.
+        guard request.path.utf8.first == UInt8(ascii: "/"),
+            request.path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") })
+        else {
+            throw HTTPClientError(.invalidRequest, detail: "the path must start with / and hold printable ASCII only, no fragment")
+        }
     }
 
     /// RFC 9110 `token`: one or more tchar.

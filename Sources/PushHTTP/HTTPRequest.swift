@@ -4,20 +4,7 @@
 /// OAuth tokens, bodies carry push payloads and APNs paths carry device tokens, so none of
 /// them is ever printed.
 package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// An HTTP method token (RFC 9110 §9). Checked when the request is sent.
-    package struct Method: Sendable, Hashable, CustomStringConvertible {
-        package let rawValue: String
-        package init(_ rawValue: String) { self.rawValue = rawValue }
-        package var description: String { rawValue }
-
-        package static let get = Method("GET")
-        package static let head = Method("HEAD")
-        package static let post = Method("POST")
-        package static let put = Method("PUT")
-        package static let patch = Method("PATCH")
-        package static let delete = Method("DELETE")
-        package static let options = Method("OPTIONS")
-    }
+    package typealias Method = HTTPClientRequest.Method
 
     package var method: Method
     /// An absolute `http://` or `https://` URL.

@@ -10,21 +10,53 @@ struct HTTPRoute: Sendable {
     let path: String
 }
 
-/// scheme + host + port: what one pool of connections serves.
-struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
-    let isTLS: Bool
+/// scheme + host + port: where a request goes, parsed once (from a configured base URL or an
+/// origin's text) and carried by every `HTTPClientRequest` to it, so no request's URL is
+/// built as a string and parsed again. What one pool of connections serves (with the
+/// request's address policy).
+package struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
+    package let isTLS: Bool
     /// As in the URL, without IPv6 brackets, lowercased by libcurl's parser.
-    let host: String
-    let port: Int
+    package let host: String
+    package let port: Int
+
+    init(isTLS: Bool, host: String, port: Int) {
+        self.isTLS = isTLS
+        self.host = host
+        self.port = port
+    }
+
+    /// The origin of a base URL checked when it was configured.
+    package init(_ base: HTTPBaseURL) {
+        self = base.origin
+    }
+
+    /// Parses `scheme://authority` (an optional trailing `/`, nothing after it) with libcurl's
+    /// parser: `https://api.push.apple.com`, `http://127.0.0.1:8080`, `https://[::1]:8443`.
+    ///
+    /// - Throws: `HTTPClientError.invalidRequest` for anything else (a path, a query, user
+    ///   info, a scheme other than http/https).
+    package init(_ text: String) throws(HTTPClientError) {
+        guard !text.utf8.contains(UInt8(ascii: "@")) else {
+            throw HTTPClientError(.invalidRequest, detail: "an origin must not hold user info")
+        }
+        let route = try HTTPRoute.parse(text)
+        guard route.path == "/", !text.utf8.contains(UInt8(ascii: "?")), !text.utf8.contains(UInt8(ascii: "#")) else {
+            throw HTTPClientError(.invalidRequest, detail: "an origin has no path, query or fragment")
+        }
+        self = route.origin
+    }
+
+    package var scheme: String { isTLS ? "https" : "http" }
 
     /// The `:authority` pseudo-header: host, bracketed if IPv6, and the port unless it is the
     /// scheme's default.
-    var authority: String {
+    package var authority: String {
         let name = host.contains(":") ? "[\(host)]" : host
         return port == (isTLS ? 443 : 80) ? name : "\(name):\(port)"
     }
 
-    var description: String { "\(isTLS ? "https" : "http")://\(authority)" }
+    package var description: String { "\(scheme)://\(authority)" }
 
     /// Whether `host` is a numeric address (IPv4 or IPv6): no DNS, no SNI, the certificate is
     /// checked against an IP SAN.

@@ -1,23 +1,27 @@
 import PushSync
 
-/// One request of one `send` call, shared between the caller and the engine threads: the
-/// request, its route and deadline, the engine that currently holds it, and the state machine
-/// that decides, under one lock, when its batch slot is filled and with what. Exactly one
-/// action fills the slot; it is filled outside the lock.
+/// One request of one `execute` (or `send`) call, shared between the caller and the engine
+/// threads: the request, its deadline, the engine that currently holds it, and the state
+/// machine that decides, under one lock, when its caller is resumed and with what. Exactly one
+/// action delivers the result; it is delivered outside the lock.
 ///
 /// Lock order: a transfer's lock may be held while enqueuing on an engine (that keeps an `add`
 /// ahead of its `cancel` in a queue); an engine never holds its queue lock while taking a
 /// transfer's lock.
 final class HTTPTransfer: Sendable {
-    let request: HTTPRequest
-    let route: HTTPRoute
+    typealias Continuation = CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>
+
+    /// Its origin, path and address policy are the ones in effect (the client's policy may
+    /// tighten the request's).
+    let request: HTTPClientRequest
     /// The proxy its connection goes through, nil for direct.
     let proxy: HTTPProxy?
     let deadline: ContinuousClock.Instant
-    let batch: HTTPBatch
-    let index: Int
+    /// Where the result goes: the caller's own continuation, or a slot of a batch.
+    private let batch: HTTPBatch?
+    private let index: Int
 
-    var isHTTPS: Bool { route.origin.isTLS }
+    var isHTTPS: Bool { request.origin.isTLS }
 
     /// The engine a cancellation must be sent to.
     enum Engine: Sendable {
@@ -28,6 +32,8 @@ final class HTTPTransfer: Sendable {
     private struct Guarded {
         var machine: HTTPTransferStateMachine
         var engine: Engine
+        /// The caller of `execute`, until its result is delivered.
+        var continuation: Continuation?
     }
 
     private let locked: Locked<Guarded>
@@ -35,17 +41,31 @@ final class HTTPTransfer: Sendable {
     let initialEngine: Engine
 
     init(
-        request: HTTPRequest, route: HTTPRoute, proxy: HTTPProxy? = nil, deadline: ContinuousClock.Instant, batch: HTTPBatch, index: Int,
+        request: HTTPClientRequest, proxy: HTTPProxy? = nil, deadline: ContinuousClock.Instant, batch: HTTPBatch? = nil, index: Int = 0,
         engine: Engine, maximumAttempts: Int = 2
     ) {
         self.request = request
-        self.route = route
         self.proxy = proxy
         self.deadline = deadline
         self.batch = batch
         self.index = index
         self.initialEngine = engine
         self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts), engine: engine))
+    }
+
+    /// Set before `begin`, so a transfer that fails at once finds its caller.
+    func setContinuation(_ continuation: Continuation) {
+        locked.withLock { $0.continuation = continuation }
+    }
+
+    /// Resumes the caller (or fills the batch slot). Called once, by the one action that
+    /// finishes the transfer, outside the lock.
+    private func deliver(_ result: Result<HTTPResponse, HTTPClientError>) {
+        if let batch {
+            batch.complete(index, result)
+        } else if let continuation = locked.withLock({ $0.continuation.take() }) {
+            continuation.resume(returning: result)
+        }
     }
 
     /// What is left of the request's timeout (for a retry); zero or negative when spent.
@@ -59,14 +79,14 @@ final class HTTPTransfer: Sendable {
         case .submit:
             return true
         case .fail(let error):
-            batch.complete(index, .failure(error))
+            deliver(.failure(error))
             return false
         }
     }
 
     /// The engine would not take the transfer: it is shutting down.
     func submitFailed() {
-        if locked.withLock({ $0.machine.submitFailed() }) { batch.complete(index, .failure(.shutdown)) }
+        if locked.withLock({ $0.machine.submitFailed() }) { deliver(.failure(.shutdown)) }
     }
 
     /// The calling task was cancelled: ask the engine holding the transfer to abort it.
@@ -99,7 +119,7 @@ final class HTTPTransfer: Sendable {
         case .start(let attempt):
             return attempt
         case .fail(let error):
-            batch.complete(index, .failure(error))
+            deliver(.failure(error))
             return nil
         case .drop:
             return nil
@@ -120,9 +140,9 @@ final class HTTPTransfer: Sendable {
         case .retry(let attempt):
             return attempt
         case .succeed:
-            batch.complete(index, result)
+            deliver(result)
         case .fail(let error):
-            batch.complete(index, .failure(error))
+            deliver(.failure(error))
         case .drop:
             break
         }
@@ -132,6 +152,6 @@ final class HTTPTransfer: Sendable {
     /// Engine thread: the transfer was removed without a result (cancel processed, timeout
     /// while queued, shutdown).
     func abort(with error: HTTPClientError) {
-        if locked.withLock({ $0.machine.aborted() }) { batch.complete(index, .failure(error)) }
+        if locked.withLock({ $0.machine.aborted() }) { deliver(.failure(error)) }
     }
 }
