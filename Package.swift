@@ -66,7 +66,7 @@ let package = Package(
         // No C, no network.
         .target(name: "PushCore", swiftSettings: strictSettings),
         // Payloads, keys, our AES-256-GCM envelope and Web Push's aes128gcm (WebPush/). No network.
-        .target(name: "PushEnvelope", dependencies: ["PushCore", "CHapiOpenSSL"], swiftSettings: strictSettings),
+        .target(name: "PushEnvelope", dependencies: ["PushCore", "CHapiOpenSSL", "PushSync"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
         .target(
             name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
@@ -95,6 +95,8 @@ let package = Package(
         .target(
             name: "CHapiLoopback",
             linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]),
+        // `make bench`'s floor for a Web Push seal: RFC 8291's unavoidable steps in C on OpenSSL 3.
+        .target(name: "CHapiWebPushFloor", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback", "PushSync"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
         .target(
@@ -127,7 +129,7 @@ let package = Package(
             name: "hapi-push-bench",
             dependencies: [
                 "PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite",
-                "CHapiPostgres", "CHapiLinux",
+                "CHapiPostgres", "CHapiLinux", "CHapiWebPushFloor",
             ],
             swiftSettings: strictSettings),
 
@@ -210,5 +212,9 @@ if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
         fuzzTarget("FuzzURL", ["PushNative"]),
         fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
         fuzzTarget("FuzzSanitize", ["PushProviders"]),
+        fuzzTarget("FuzzSubscription", ["DeviceRegistry", "PushEnvelope"]),
+        fuzzTarget("FuzzEndpoint", ["PushEnvelope"]),
+        fuzzTarget("FuzzVAPIDKeys", ["PushNative", "PushEnvelope"]),
+        fuzzTarget("FuzzWebPushAnswer", ["PushProviders"]),
     ]
 }

@@ -25,6 +25,7 @@ package struct WebPushTransport: Sendable {
     let vapid: WebPushVAPID
     let policy: PushRetryPolicy
     let concurrency: Int
+    let recipients = WebPushRecipientCache()
 
     package init(client: HTTPClient, vapid: WebPushVAPID, retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64) {
         self.client = client
@@ -33,9 +34,10 @@ package struct WebPushTransport: Sendable {
         self.concurrency = concurrency
     }
 
-    /// Seals `payload` for every target and sends all at once (at most `concurrency` in flight);
-    /// one result per target, in order. Never throws.
-    package func send(_ payload: [UInt8], to targets: [Target]) async -> [PushResult] {
+    /// Seals `payload` for every target and sends all at once (at most `concurrency` in flight),
+    /// each with `headers` (RFC 8030 `Topic`/`Urgency`, or none); one result per target, in
+    /// order. Never throws.
+    package func send(_ payload: [UInt8], to targets: [Target], headers: WebPushProvider.MessageHeaders = .none) async -> [PushResult] {
         guard !targets.isEmpty else { return [] }
         // One VAPID header per origin, minted (or taken from the cache) before sending.
         var authorizations: [String: Result<String, PushCredentialError>] = [:]
@@ -52,14 +54,15 @@ package struct WebPushTransport: Sendable {
         let call = ProviderCall(client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero))
         let batchStart = ContinuousClock.now
         return await PushTransports.window(targets.count, limit: concurrency) { index in
-            await Self.send(payload, to: targets[index], authorizations: frozen, call: call, batchStart: batchStart)
+            await Self.send(
+                payload, to: targets[index], headers: headers, authorizations: frozen, recipients: recipients, call: call, batchStart: batchStart)
         }
     }
 
     /// Seals (only when the window has room for it) and sends one.
     private static func send(
-        _ payload: [UInt8], to target: Target, authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall,
-        batchStart: ContinuousClock.Instant
+        _ payload: [UInt8], to target: Target, headers: WebPushProvider.MessageHeaders, authorizations: [String: Result<String, PushCredentialError>], recipients: WebPushRecipientCache,
+        call: ProviderCall, batchStart: ContinuousClock.Instant
     ) async -> PushResult {
         guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
             return .refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")
@@ -70,9 +73,10 @@ package struct WebPushTransport: Sendable {
         case .failure(let error)?: return .refused(.providerToken, detail: error.message)
         case nil: return .refused(.providerToken)
         }
-        let sealed = WebPushProvider.seal(payload: payload, p256dh: target.p256dh, auth: target.auth)
+        guard let recipient = recipients.recipient(p256dh: target.p256dh, auth: target.auth) else { return .refused(.sealFailed) }
+        let sealed = WebPushProvider.seal(payload: payload, for: recipient)
         guard let body = sealed.body else { return .refused(sealed.refusal ?? .sealFailed) }
-        let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization)
+        let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization, headers: headers)
         // Nothing a service echoes may carry the capability URL, the keys or our JWT.
         let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
         return await call.perform(HTTPRequest(request, endpoint: origin), batchStartedAt: batchStart, secrets: secrets) { response in
