@@ -13,10 +13,12 @@ let package = Package(
     name: "hapi-push-native",
     products: [
         .library(name: "PushNative", targets: ["PushNative"]),
+        .library(name: "PushCore", targets: ["PushCore"]),
         .library(name: "PushEnvelope", targets: ["PushEnvelope"]),
         .library(name: "DeviceRegistry", targets: ["DeviceRegistry"]),
         .library(name: "DeviceRegistryPostgres", targets: ["DeviceRegistryPostgres"]),
         .library(name: "PushProviders", targets: ["PushProviders"]),
+        .library(name: "PushTelemetry", targets: ["PushTelemetry"]),
         .library(name: "PushTransports", targets: ["PushTransports"]),
         .library(name: "PushRelay", targets: ["PushRelay"]),
         .executable(name: "hapi-push", targets: ["hapi-push"]),
@@ -60,8 +62,11 @@ let package = Package(
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
-        // The core: canonical JSON, payloads, keys and the AES-256-GCM envelope. No network.
-        .target(name: "PushEnvelope", dependencies: ["CHapiOpenSSL"], swiftSettings: strictSettings),
+        // The core under everything: the JSON parser and value, canonical JSON, base64, safe text.
+        // No C, no network.
+        .target(name: "PushCore", swiftSettings: strictSettings),
+        // Payloads, keys, our AES-256-GCM envelope and Web Push's aes128gcm (WebPush/). No network.
+        .target(name: "PushEnvelope", dependencies: ["PushCore", "CHapiOpenSSL", "PushSync"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
         .target(
             name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
@@ -79,14 +84,19 @@ let package = Package(
         // builder and one answer parser per provider, the provider tokens. Shared by the hub's
         // transports and the relay.
         .target(name: "PushProviders", dependencies: ["PushEnvelope", "CHapiOpenSSL"], swiftSettings: strictSettings),
+        // Where each push is reported: the logger hook, the metrics sink and the Prometheus text,
+        // for the hub and the relay alike (the relay imports it without the hub's transports).
+        .target(name: "PushTelemetry", dependencies: ["PushProviders", "PushSync"], swiftSettings: strictSettings),
         // The hub's ways out (relay, APNs, FCM) and their policy: backoff, retries, pruning.
         .target(
-            name: "PushTransports", dependencies: ["PushProviders", "PushEnvelope", "PushSync", "PushHTTP", "CHapiOpenSSL"],
+            name: "PushTransports", dependencies: ["PushProviders", "PushTelemetry", "PushEnvelope", "PushSync", "PushHTTP", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // A real HTTP/2 + TLS server on loopback (nghttp2 + OpenSSL), for tests and the demo.
         .target(
             name: "CHapiLoopback",
             linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread")]),
+        // `make bench`'s floor for a Web Push seal: RFC 8291's unavoidable steps in C on OpenSSL 3.
+        .target(name: "CHapiWebPushFloor", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback", "PushSync"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
         .target(
@@ -96,13 +106,13 @@ let package = Package(
         .target(
             name: "PushNative",
             dependencies: [
-                "PushEnvelope", "PushSync", "DeviceRegistry", "PushHTTP", "PushProviders", "PushTransports",
+                "PushEnvelope", "PushSync", "DeviceRegistry", "PushHTTP", "PushProviders", "PushTelemetry", "PushTransports",
                 .target(name: "DeviceRegistryPostgres", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: strictSettings),
         // The push relay service (beside PushNative, never depending on it) and its executable.
         .target(
-            name: "PushRelay", dependencies: ["PushProviders", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
+            name: "PushRelay", dependencies: ["PushProviders", "PushTelemetry", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
@@ -119,7 +129,7 @@ let package = Package(
             name: "hapi-push-bench",
             dependencies: [
                 "PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite",
-                "CHapiPostgres", "CHapiLinux",
+                "CHapiPostgres", "CHapiLinux", "CHapiWebPushFloor",
             ],
             swiftSettings: strictSettings),
 
@@ -134,7 +144,7 @@ let package = Package(
             swiftSettings: strictSettings),
 
         .testTarget(
-            name: "PushEnvelopeTests", dependencies: ["PushEnvelope"],
+            name: "PushEnvelopeTests", dependencies: ["PushCore", "PushEnvelope"],
             swiftSettings: strictSettings),
         .testTarget(name: "PushSyncTests", dependencies: ["PushSync", "CHapiLinux"], swiftSettings: strictSettings),
         .testTarget(
@@ -173,7 +183,10 @@ let package = Package(
         .target(name: "PushEcosystemStandIns", path: "Tests/PushEcosystemStandIns", swiftSettings: strictSettings),
         .testTarget(
             name: "PushEmbeddingTests",
-            dependencies: ["PushNative", "PushEcosystemStandIns", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "DeviceRegistryPostgres", "PushTransports"],
+            dependencies: [
+                "PushNative", "PushEcosystemStandIns", "PushTestSupport", "PushCore", "PushEnvelope", "DeviceRegistry", "DeviceRegistryPostgres", "PushTelemetry",
+                "PushTransports",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "HapiPushCLITests", dependencies: ["hapi-push", "hapi-push-demo", "PushTestSupport", "PushEnvelope", "DeviceRegistry", "PushLoopbackServer"],
@@ -199,5 +212,9 @@ if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
         fuzzTarget("FuzzURL", ["PushNative"]),
         fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
         fuzzTarget("FuzzSanitize", ["PushProviders"]),
+        fuzzTarget("FuzzSubscription", ["DeviceRegistry", "PushEnvelope"]),
+        fuzzTarget("FuzzEndpoint", ["PushEnvelope"]),
+        fuzzTarget("FuzzVAPIDKeys", ["PushNative", "PushEnvelope"]),
+        fuzzTarget("FuzzWebPushAnswer", ["PushProviders"]),
     ]
 }

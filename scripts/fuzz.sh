@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-150}
-TARGETS=${FUZZ_TARGETS:-registration envelope settings json classify url credentials sanitize}
+TARGETS=${FUZZ_TARGETS:-registration envelope settings json classify url credentials sanitize subscription endpoint vapid webpush}
 BUILD_DIR=${FUZZ_BUILD_DIR:-/tmp/hapi-push-fuzz-build}
 MAX_LEN=${FUZZ_MAX_LEN:-8192}
 [[ "$SECONDS_PER_TARGET" =~ ^[1-9][0-9]*$ ]] || { echo "error: FUZZ_SECONDS must be a positive integer" >&2; exit 2; }
@@ -32,7 +32,11 @@ binary_name() {
     url) echo FuzzURL ;;
     credentials) echo FuzzCredentials ;;
     sanitize) echo FuzzSanitize ;;
-    *) echo "error: unknown fuzz target '$1' (registration envelope settings json classify url credentials sanitize)" >&2; exit 2 ;;
+    subscription) echo FuzzSubscription ;;
+    endpoint) echo FuzzEndpoint ;;
+    vapid) echo FuzzVAPIDKeys ;;
+    webpush) echo FuzzWebPushAnswer ;;
+    *) echo "error: unknown fuzz target '$1' (registration envelope settings json classify url credentials sanitize subscription endpoint vapid webpush)" >&2; exit 2 ;;
   esac
 }
 for target in $TARGETS; do binary_name "$target" >/dev/null; done

@@ -21,7 +21,7 @@ public struct PushKey: Sendable, Equatable, CustomStringConvertible, CustomDebug
         do {
             decoded = try Base64.decode(text)
         } catch {
-            throw .invalidBase64(error)
+            throw .invalidBase64(PushKeyError.Base64Failure(error))
         }
         try self.init(bytes: decoded)
     }
@@ -84,6 +84,16 @@ public enum PushKeyError: Error, Sendable, Hashable, CustomStringConvertible {
         case lengthNotMultipleOfFour = "its length is not a multiple of 4"
         case invalidCharacter = "it contains a character outside A-Z a-z 0-9 + / (whitespace included)"
         case misplacedPadding = "'=' padding appears before the end or more than twice"
+
+        /// The core's failure, under its public name.
+        init(_ failure: Base64.DecodingFailure) {
+            switch failure {
+            case .empty: self = .empty
+            case .lengthNotMultipleOfFour: self = .lengthNotMultipleOfFour
+            case .invalidCharacter: self = .invalidCharacter
+            case .misplacedPadding: self = .misplacedPadding
+            }
+        }
     }
 
     public var description: String {

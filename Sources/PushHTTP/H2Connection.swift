@@ -12,7 +12,7 @@ import Glibc
 final class H2Connection {
     enum State {
         case resolving
-        /// Asking the proxy for a tunnel (libcurl, on a resolver thread).
+        /// Asking the proxy for a tunnel (libcurl, on a tunnel thread).
         case tunnelling
         case connecting
         case handshaking
@@ -96,7 +96,7 @@ final class H2Connection {
             state = .tunnelling
             let loopHandle = loop.handle
             let id = self.id
-            loop.settings.resolver.openTunnel(through: proxy, to: origin.key, timeout: loop.now.duration(to: connectDeadline)) { result in
+            loop.settings.tunnels.open(through: proxy, to: origin.key, timeout: loop.now.duration(to: connectDeadline)) { result in
                 _ = loopHandle.enqueue(.tunnelled(connection: id, result))  // refused at shutdown: the tunnel is released
             }
             return

@@ -27,6 +27,8 @@ final class H2EventLoop: Sendable {
         var tls: TLSClientContext
         /// Where host names are looked up (never on the loop thread).
         var resolver: HTTPResolver
+        /// Where proxy tunnels are opened (never on the resolver's threads).
+        var tunnels = ProxyTunnelOpener()
         /// Where requests to an origin that does not negotiate `h2` go.
         var fallback: CurlMultiLoop
         /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.

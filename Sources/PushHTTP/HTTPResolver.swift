@@ -46,20 +46,6 @@ final class HTTPResolver: Sendable {
         }
     }
 
-    /// Opens a tunnel through `proxy` on a resolver thread (libcurl's CONNECT blocks) and
-    /// hands it to `deliver` there.
-    func openTunnel(
-        through proxy: HTTPProxy, to origin: HTTPOrigin, timeout: Duration,
-        deliver: @escaping @Sendable (Result<ProxyTunnel, HTTPClientError>) -> Void
-    ) {
-        workers.post { worker in
-            guard worker != nil else {
-                return deliver(.failure(HTTPClientError(.other, detail: "no thread could be started to reach the proxy")))
-            }
-            deliver(ProxyTunnel.open(through: proxy, to: origin, timeout: timeout))
-        }
-    }
-
     /// The override's answer as addresses, in its order.
     private static func numeric(_ answer: [String], host: String, port: Int) -> Result<[SocketAddress], HTTPClientError> {
         var addresses: [SocketAddress] = []

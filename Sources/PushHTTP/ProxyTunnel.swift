@@ -7,7 +7,7 @@ import Glibc
 /// then runs TLS and HTTP/2 over the socket (`CURLINFO_ACTIVESOCKET`) exactly as over a direct
 /// one. The easy handle owns the socket: it is closed when the tunnel is released.
 ///
-/// Opened on a resolver thread (`curl_easy_perform` blocks), used and released on the loop
+/// Opened on a tunnel thread (`ProxyTunnelOpener`: `curl_easy_perform` blocks), used and released on the loop
 /// thread; never by two threads at once.
 final class ProxyTunnel: @unchecked Sendable {
     private let easy: UnsafeMutableRawPointer

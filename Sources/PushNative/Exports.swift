@@ -4,6 +4,10 @@
 // with AsyncHTTPClient's `HTTPClient`, NIOHTTP1's `HTTPHeaders`, swift-crypto's `Digest` or a
 // hub's own `JSONValue`. A hub that wants a whole layer imports that module itself.
 
+// PushCore: the JSON value a hub hands the composer and the scheduler.
+@_exported public import enum PushCore.PushJSONValue
+@_exported public import struct PushCore.PushJSONParseError
+
 // PushEnvelope: payloads, keys, the envelope and the device side.
 @_exported public import struct PushEnvelope.PushNotificationPayload
 @_exported public import struct PushEnvelope.PushNotificationType
@@ -13,8 +17,6 @@
 @_exported public import enum PushEnvelope.PushEnvelopeCipher
 @_exported public import struct PushEnvelope.PushEnvelopeError
 @_exported public import enum PushEnvelope.ReceivedPush
-@_exported public import enum PushEnvelope.PushJSONValue
-@_exported public import struct PushEnvelope.PushJSONParseError
 
 // DeviceRegistry: registrations and the store protocol with its implementations.
 @_exported public import struct DeviceRegistry.PushDeviceRegistry
@@ -34,22 +36,22 @@
 @_exported public import protocol DeviceRegistry.PushWebSubscriptionStore
 @_exported public import struct DeviceRegistry.PushWebSubscriptions
 
-// PushProviders and PushTransports: credentials, outcomes and reasons, the retry policy, and
-// the logger hook.
+// PushProviders, PushTransports and PushTelemetry: credentials, outcomes and reasons, the retry
+// policy, and the logger hook.
 @_exported public import struct PushProviders.APNsCredentials
 @_exported public import struct PushTransports.FCMServiceAccount
 @_exported public import struct PushProviders.PushCredentialError
 @_exported public import struct PushTransports.PushRetryPolicy
-@_exported public import protocol PushTransports.PushLogger
-@_exported public import struct PushTransports.PushLogRecord
-@_exported public import struct PushTransports.SilentPushLogger
+@_exported public import protocol PushTelemetry.PushLogger
+@_exported public import struct PushTelemetry.PushLogRecord
+@_exported public import struct PushTelemetry.SilentPushLogger
 @_exported public import enum PushProviders.PushDeliveryOutcome
 @_exported public import struct PushProviders.PushDeliveryReason
 @_exported public import enum PushProviders.PushTransportName
 
 // Metrics: a sink shaped like swift-metrics' factory, and a ready Prometheus aggregator.
-@_exported public import protocol PushTransports.PushMetricsFactory
-@_exported public import protocol PushTransports.PushCounterHandler
-@_exported public import protocol PushTransports.PushTimerHandler
-@_exported public import protocol PushTransports.PushMeterHandler
-@_exported public import class PushTransports.PushPrometheusMetrics
+@_exported public import protocol PushTelemetry.PushMetricsFactory
+@_exported public import protocol PushTelemetry.PushCounterHandler
+@_exported public import protocol PushTelemetry.PushTimerHandler
+@_exported public import protocol PushTelemetry.PushMeterHandler
+@_exported public import class PushTelemetry.PushPrometheusMetrics

@@ -1,5 +1,5 @@
 import PushSync
-import PushTransports
+import PushTelemetry
 
 /// Every counter the relay keeps, in one place (so a shared metrics sink can later read them
 /// from here), and their Prometheus text rendering for the loopback metrics listener.

@@ -30,6 +30,7 @@ package struct WebPushTransport: Sendable {
     let previousVAPIDs: [WebPushVAPID]
     let policy: PushRetryPolicy
     let concurrency: Int
+    let recipients = WebPushRecipientCache()
 
     package init(
         client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64
@@ -55,8 +56,8 @@ package struct WebPushTransport: Sendable {
     /// Seals `payload` for every target and sends all at once (at most `concurrency` in flight);
     /// one result per target, in order. Never throws. A push refused with 401 or 403 is sent
     /// once more with each other identity (`identities(for:)`); the result's `vapidPublicKey`
-    /// says which one its answer was for.
-    package func send(_ payload: [UInt8], to targets: [Target]) async -> [PushResult] {
+    /// says which one its answer was for. Each goes with `headers` (RFC 8030 `Topic`/`Urgency`, or none).
+    package func send(_ payload: [UInt8], to targets: [Target], headers: WebPushProvider.MessageHeaders = .none) async -> [PushResult] {
         guard !targets.isEmpty else { return [] }
         // One VAPID header per origin and first identity, minted (or taken from the cache) before sending.
         var authorizations: [String: Result<String, PushCredentialError>] = [:]
@@ -75,14 +76,14 @@ package struct WebPushTransport: Sendable {
         let call = ProviderCall(client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero))
         let batchStart = ContinuousClock.now
         return await PushTransports.window(targets.count, limit: concurrency) { index in
-            await self.send(payload, to: targets[index], authorizations: frozen, call: call, batchStart: batchStart)
+            await self.send(payload, to: targets[index], headers: headers, authorizations: frozen, call: call, batchStart: batchStart)
         }
     }
 
     /// Seals (only when the window has room for it) and sends one; after a 401 or 403, the same
     /// sealed body once more with each other identity, until one is not refused.
     private func send(
-        _ payload: [UInt8], to target: Target, authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall,
+        _ payload: [UInt8], to target: Target, headers: WebPushProvider.MessageHeaders, authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall,
         batchStart: ContinuousClock.Instant
     ) async -> PushResult {
         guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
@@ -95,10 +96,11 @@ package struct WebPushTransport: Sendable {
         case .failure(let error)?: return .refused(.providerToken, detail: error.message)
         case nil: return .refused(.providerToken)
         }
-        let sealed = WebPushProvider.seal(payload: payload, p256dh: target.p256dh, auth: target.auth)
+        guard let recipient = recipients.recipient(p256dh: target.p256dh, auth: target.auth) else { return .refused(.sealFailed) }
+        let sealed = WebPushProvider.seal(payload: payload, for: recipient)
         guard let body = sealed.body else { return .refused(sealed.refusal ?? .sealFailed) }
         func attempt(_ authorization: String, _ identity: WebPushVAPID?) async -> PushResult {
-            let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization)
+            let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization, headers: headers)
             // Nothing a service echoes may carry the capability URL, the keys or our JWT.
             let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
             var result = await call.perform(HTTPRequest(request, endpoint: origin), batchStartedAt: batchStart, secrets: secrets) { response in

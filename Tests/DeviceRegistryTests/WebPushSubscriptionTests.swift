@@ -95,6 +95,41 @@ import Testing
         #expect(PushWebSubscriptions.decodeUnsubscription(body: Array("x".utf8)) == nil)
     }
 
+    /// Issue 28 item 6: the four rules docs/wire.md did not name, each refused and its boundary
+    /// accepted, and bracketed hosts checked as IPv6 addresses.
+    @Test func theRulesTheJavaScriptHubDoesNotHaveEachAtItsBoundary() {
+        func accepts(_ endpoint: String) -> Bool { PushWebSubscriptions.decodeSubscription(body: Self.body(endpoint: endpoint)) != nil }
+        // JSON depth: 256 levels read, 257 not (a deep unknown member makes the body unreadable).
+        func nested(_ depth: Int) -> [UInt8] {
+            // The body's object and depth − 1 arrays: `depth` containers.
+            let inner = String(repeating: "[", count: depth - 1) + "0" + String(repeating: "]", count: depth - 1)
+            return Array(#"{"endpoint":"\#(Self.endpoint)","x":\#(inner),"keys":{"p256dh":"\#(Self.p256dh)","auth":"\#(Self.auth)"}}"#.utf8)
+        }
+        #expect(PushWebSubscriptions.decodeSubscription(body: nested(256)) != nil)
+        #expect(PushWebSubscriptions.decodeSubscription(body: nested(257)) == nil)
+        // Host: 253 characters of name, not 254.
+        let label = String(repeating: "a", count: 63)
+        let host253 = [label, label, label, String(repeating: "b", count: 61)].joined(separator: ".")
+        #expect(host253.count == 253)
+        #expect(accepts("https://\(host253)/x"))
+        #expect(!accepts("https://\(host253)c/x"))
+        // No backslash, in the path, the query or the authority.
+        #expect(!accepts("https://a.example/x\\y"))
+        #expect(!accepts("https://a.example/x?q=\\"))
+        #expect(!accepts("https://a.example\\@b.example/x"))
+        // Port: 1 to 5 digits, 1–65535.
+        #expect(accepts("https://a.example:65535/x") && accepts("https://a.example:1/x"))
+        #expect(!accepts("https://a.example:000443/x"))
+        #expect(!accepts("https://a.example:0/x") && !accepts("https://a.example:65536/x") && !accepts("https://a.example:/x"))
+        // Brackets hold an IPv6 address and nothing else.
+        for good in ["[::1]", "[2001:db8::1]", "[::ffff:192.0.2.1]", "[1:2:3:4:5:6:7:8]", "[::]"] {
+            #expect(accepts("https://\(good)/x"), "\(good)")
+        }
+        for bad in ["[1]", "[1::2::3]", "[1:2:3:4:5:6:7:8:9]", "[12345::1]", "[::1.2.3]", "[]", "[:]", "[::1]x", "[::1%25eth0]", "[fe80::1"] {
+            #expect(!accepts("https://\(bad)/x"), "\(bad)")
+        }
+    }
+
     static let jsTable = """
         CREATE TABLE IF NOT EXISTS push_subscriptions (
             id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,7 +1,9 @@
 import DeviceRegistry
 import DeviceRegistryPostgres
+import PushCore
 import PushEnvelope
 import PushNative
+import PushTelemetry
 import PushTransports
 import Testing
 
@@ -14,9 +16,9 @@ import Testing
             PushEnvelope.PushEnvelopeCipher.self, PushEnvelope.PushNotificationPayload.self, PushEnvelope.PushKey.self,
             DeviceRegistry.PushDeviceRegistry.self, DeviceRegistry.SQLitePushDeviceStore.self,
             DeviceRegistryPostgres.PostgresPushDeviceStore.self,
-            PushTransports.PushDeliveryReason.self, PushTransports.PushPrometheusMetrics.self,
+            PushCore.PushJSONValue.self, PushTransports.PushDeliveryReason.self, PushTelemetry.PushPrometheusMetrics.self,
             PushNative.NativePush.self, PushNative.NativePush.Configuration.self, PushNative.PushDispatchReport.self,
         ]
-        #expect(types.count == 11)
+        #expect(types.count == 12)
     }
 }

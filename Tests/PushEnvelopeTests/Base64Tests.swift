@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import PushCore
 @testable import PushEnvelope
 
 /// The strict decoder against Foundation's: every length round-trips, and the non-canonical

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import PushCore
 @testable import PushEnvelope
 
 @Suite struct CanonicalJSONTests {

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import PushCore
 @testable import PushEnvelope
 
 /// js-hub-behaviour.md §5: every verified example of the JavaScript hub's canonical JSON

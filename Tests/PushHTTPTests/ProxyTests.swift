@@ -34,6 +34,38 @@ import Testing
         (0..<count).map { HTTPRequest(method: .post, url: server.localhostBaseURL + "/p/\($0)", body: Array("push \($0)".utf8)) }
     }
 
+    /// Issue 26: a CONNECT blocks its thread (libcurl), so tunnels have threads of their own.
+    /// Two tunnels hang on a proxy that never answers; a direct request that needs a lookup
+    /// meanwhile is answered at once (on the resolver's two threads it would wait for them).
+    @Test func slowProxiesNeverHoldUpNameLookups() async throws {
+        let silentProxy = try LoopbackServer(transport: .cleartext, silent: true) { _ in .json("{}") }
+        defer { silentProxy.stop() }
+        let server = try LoopbackServer(transport: .tls, handler: Support.echo)
+        defer { server.stop() }
+        var configuration = Support.trusting(server)
+        configuration.connectTimeout = .seconds(4)
+        configuration.proxy = HTTPProxyConfiguration(
+            httpsProxy: "http://127.0.0.1:\(silentProxy.port)", noProxy: "localhost", environment: [:])
+        configuration.resolverOverride = { host in host == "localhost" ? ["127.0.0.1"] : nil }
+        let client = try HTTPClient(configuration: configuration)
+        let stuck = (1...2).map { index in
+            Task {
+                try? await client.execute(
+                    HTTPClientRequest(origin: try HTTPOrigin("https://stuck\(index).example"), path: "/"), deadline: .now + .seconds(5))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))  // both CONNECTs are under way
+        #expect(silentProxy.connectionsAccepted == 2)
+        let started = ContinuousClock.now
+        let response = try await client.execute(
+            HTTPClientRequest(origin: HTTPOrigin(server.localhostBaseURL), path: "/direct"), deadline: .now + .seconds(3))
+        #expect(response.status == 200)
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(client.statistics.hostLookups == 1)
+        for task in stuck { _ = await task.value }
+        await client.shutdown()
+    }
+
     // MARK: - Through the proxy
 
     @Test func http2RequestsTunnelThroughAnAuthenticatedProxyOnOneConnection() async throws {

@@ -82,7 +82,7 @@ final class ConfigFixture: @unchecked Sendable {
         "fcmEndpoint": "https://fcm.example.test", "pushCaFile": "/nonexistent/ca.pem",
         "pushDatabaseUrl": "postgresql://hub@db.example.test:5432/hapi",
         "httpsProxy": "http://proxy.example.test:3128", "noProxy": ".example.test,10.0.0.0/8",
-        "webPushMode": "off", "webPushAllowPrivateEndpoints": "1",
+        "webPushMode": "off", "webPushAllowPrivateEndpoints": "1", "webPushTopicUrgency": "off",
     ]
 
     @Test(arguments: PushSetting.all)

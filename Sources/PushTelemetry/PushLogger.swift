@@ -1,3 +1,5 @@
+public import PushProviders
+
 /// Where a transport reports each push, one record per device. The host implements it (to
 /// forward to its own logging); the default is silent. A record carries a token fingerprint,
 /// never the token, envelope, key, JWT or access token.
@@ -61,15 +63,4 @@ public struct SilentPushLogger: PushLogger {
     public init() {}
     public func log(_ record: PushLogRecord) {}
     public var isEnabled: Bool { false }
-}
-
-extension PushLogger {
-    func log(_ delivery: PushDelivery, transport: PushTransportName, _ result: PushResult) {
-        guard isEnabled else { return }
-        let milliseconds = Int(result.latency.components.seconds * 1000 + result.latency.components.attoseconds / 1_000_000_000_000_000)
-        log(
-            PushLogRecord(
-                platform: delivery.target.rawValue, transport: transport, tokenHash: delivery.tokenHash, outcome: result.outcome,
-                reason: result.reason, detail: result.detail, status: result.status, milliseconds: milliseconds))
-    }
 }

@@ -1,6 +1,9 @@
+import Glibc
+
 /// Our stricter rules for a Web Push endpoint (the JavaScript hub checks only that it is a
 /// non-empty string): the hub will POST to it, so it must be an absolute `https` URL of at most
 /// 2,048 bytes with a host and no user info, and no byte a URL parser could read two ways.
+/// Every rule is a row of docs/wire.md's subscription table.
 package enum PushWebEndpoint {
     package static let maximumByteCount = 2048
 
@@ -40,9 +43,9 @@ package enum PushWebEndpoint {
                 guard after.first == UInt8(ascii: ":") else { return nil }
                 portBytes = after.dropFirst()
             }
-            guard !hostBytes.isEmpty, hostBytes.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
-                return nil
-            }
+            guard !hostBytes.isEmpty, hostBytes.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }),
+                isIPv6Address(hostBytes)
+            else { return nil }
         } else {
             if let colon = authority.firstIndex(of: UInt8(ascii: ":")) {
                 hostBytes = authority[..<colon]
@@ -77,6 +80,16 @@ package enum PushWebEndpoint {
         guard let parts = parse(endpoint) else { return nil }
         let host = parts.isIPv6Literal ? "[\(parts.host)]" : parts.host
         return "https://" + host + (parts.writtenPort.map { ":" + $0 } ?? "")
+    }
+
+    /// Whether `text` is an IPv6 address as `inet_pton(AF_INET6)` reads it (RFC 4291 §2.2: at
+    /// most one `::`, eight groups of at most four hex digits, an IPv4 tail): `[1]` and
+    /// `[1::2::3]` are not.
+    private static func isIPv6Address(_ text: ArraySlice<UInt8>) -> Bool {
+        guard text.count <= 45 else { return false }
+        var address = in6_addr()
+        let name = String(decoding: text, as: UTF8.self)
+        return inet_pton(AF_INET6, name, &address) == 1
     }
 
     private static func isHexDigit(_ c: UInt8) -> Bool {

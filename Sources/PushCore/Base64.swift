@@ -13,7 +13,7 @@ package enum Base64 {
 
     /// The 6-bit value of a standard alphabet character, or nil.
     @inline(__always)
-    static func alphabetValue(_ byte: UInt8) -> UInt8? {
+    package static func alphabetValue(_ byte: UInt8) -> UInt8? {
         let value = decodeTable[Int(byte)]
         return value == 0xFF ? nil : value
     }
@@ -129,8 +129,14 @@ package enum Base64 {
         return try? decode(utf8: bytes)
     }
 
-    /// Why a base64 text was refused (public as the reason inside `PushKeyError.invalidBase64`).
-    package typealias DecodingFailure = PushKeyError.Base64Failure
+    /// Why a base64 text was refused (public as `PushKeyError.Base64Failure`, the reason inside
+    /// `PushKeyError.invalidBase64`, which has the same cases).
+    package enum DecodingFailure: String, Error, Sendable, Hashable {
+        case empty = "it is empty"
+        case lengthNotMultipleOfFour = "its length is not a multiple of 4"
+        case invalidCharacter = "it contains a character outside A-Z a-z 0-9 + / (whitespace included)"
+        case misplacedPadding = "'=' padding appears before the end or more than twice"
+    }
 
     /// Decodes strictly: `^[A-Za-z0-9+/]+={0,2}$` with a length that is a multiple of 4.
     package static func decode(_ text: String) throws(DecodingFailure) -> [UInt8] {

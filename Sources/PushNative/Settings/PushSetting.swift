@@ -51,6 +51,11 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let webPushAllowPrivateEndpoints = PushSetting(
         environmentVariable: "HAPI_WEB_PUSH_ALLOW_PRIVATE_ENDPOINTS", settingsKey: "webPushAllowPrivateEndpoints", defaultValue: nil,
         isPath: false)
+    /// RFC 8030 `Topic` (from the notification's tag) and `Urgency` (`high` for permission and
+    /// input requests) on every Web Push message: `on` (default) or `off` (the JavaScript hub's
+    /// request, which has neither).
+    public static let webPushTopicUrgency = PushSetting(
+        environmentVariable: "HAPI_WEB_PUSH_TOPIC_URGENCY", settingsKey: "webPushTopicUrgency", defaultValue: "on", isPath: false)
 
     /// A base URL (the relay, an endpoint override): validated, shown with any password as `***`.
     public var isURL: Bool { self == .relayURL || self == .apnsEndpoint || self == .fcmEndpoint }
@@ -59,7 +64,7 @@ public struct PushSetting: Sendable, Hashable, CustomStringConvertible {
     public static let all: [PushSetting] = [
         .androidPushMode, .fcmServiceAccountPath, .iosPushMode, .relayURL, .apnsKeyPath, .apnsKeyId, .apnsTeamId, .apnsBundleId,
         .apnsEnvironment, .apnsEndpoint, .fcmEndpoint, .caFile, .databaseURL, .httpsProxy, .noProxy, .webPushMode,
-        .webPushAllowPrivateEndpoints,
+        .webPushAllowPrivateEndpoints, .webPushTopicUrgency,
     ]
 }
 

@@ -16,12 +16,15 @@ public struct PushWebPushSettings: Sendable, CustomStringConvertible {
     /// `present` (a usable pair in settings.json), `absent` (created on first use), or
     /// `unusable` (present but not a valid pair: Web Push is off, the file left as it is).
     public let vapidKeys: String
+    /// `HAPI_WEB_PUSH_TOPIC_URGENCY` (default `on`): RFC 8030 `Topic` from the tag and `Urgency`
+    /// on every message; `off` sends the JavaScript hub's request, with neither.
+    public let sendsTopicAndUrgency: Bool
 
     public static let defaultSubject = "mailto:admin@hapi.run"
 
     public var description: String {
         "mode \(mode) → \(isEnabled ? "on" : "off"), subject \(subject), VAPID pair \(vapidKeys)"
-            + (allowsPrivateEndpoints ? ", private endpoints allowed" : "")
+            + (allowsPrivateEndpoints ? ", private endpoints allowed" : "") + (sendsTopicAndUrgency ? "" : ", no Topic/Urgency")
     }
 
     /// The `hapi-push config --json` member.
@@ -29,11 +32,12 @@ public struct PushWebPushSettings: Sendable, CustomStringConvertible {
         .object([
             "mode": .string(mode), "enabled": .bool(isEnabled), "subject": .string(subject),
             "allowPrivateEndpoints": .bool(allowsPrivateEndpoints), "vapidKeys": .string(vapidKeys),
+            "topicUrgency": .bool(sendsTopicAndUrgency),
         ])
     }
 
     static func resolve(
-        mode rawMode: String?, allowPrivate: String?, subject rawSubject: String?, stored: JSONValue?,
+        mode rawMode: String?, allowPrivate: String?, topicUrgency: String? = nil, subject rawSubject: String?, stored: JSONValue?,
         diagnostics: inout [PushConfiguration.Diagnostic]
     ) -> PushWebPushSettings {
         let mode = (rawMode ?? "auto").lowercased()
@@ -53,6 +57,15 @@ public struct PushWebPushSettings: Sendable, CustomStringConvertible {
             enabled = false
         }
         let allow = ["1", "true", "yes"].contains((allowPrivate ?? "").lowercased())
+        var topicAndUrgency = true
+        switch (topicUrgency ?? "on").lowercased() {
+        case "on", "1", "true", "yes": break
+        case "off", "0", "false", "no": topicAndUrgency = false
+        default:
+            diagnostics.append(.init(
+                level: .warning, setting: "webPushTopicUrgency",
+                message: "HAPI_WEB_PUSH_TOPIC_URGENCY is not on or off: Topic and Urgency are sent (on)"))
+        }
         let keys: String
         switch stored {
         case nil: keys = "absent"
@@ -67,6 +80,7 @@ public struct PushWebPushSettings: Sendable, CustomStringConvertible {
                 enabled = false
             }
         }
-        return PushWebPushSettings(mode: mode, isEnabled: enabled, subject: subject, allowsPrivateEndpoints: allow, vapidKeys: keys)
+        return PushWebPushSettings(mode: mode, isEnabled: enabled, subject: subject, allowsPrivateEndpoints: allow, vapidKeys: keys,
+            sendsTopicAndUrgency: topicAndUrgency)
     }
 }

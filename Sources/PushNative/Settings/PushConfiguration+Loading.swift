@@ -57,6 +57,8 @@ extension PushConfiguration {
                     fromFile = HubDataDirectory.nonEmpty(text)
                 } else if setting == .webPushAllowPrivateEndpoints, case .bool(let allowed) = member {
                     fromFile = allowed ? "1" : "0"
+                } else if setting == .webPushTopicUrgency, case .bool(let on) = member {
+                    fromFile = on ? "on" : "off"
                 } else {
                     diagnostics.append(Diagnostic(
                         level: .warning, setting: setting.settingsKey,
@@ -118,7 +120,7 @@ extension PushConfiguration {
         let registry = builder.registry(dataDirectory: directory)
         let webPush = PushWebPushSettings.resolve(
             mode: builder.value(.webPushMode), allowPrivate: builder.value(.webPushAllowPrivateEndpoints),
-            subject: environment["VAPID_SUBJECT"], stored: stored["vapidKeys"], diagnostics: &builder.diagnostics)
+            topicUrgency: builder.value(.webPushTopicUrgency), subject: environment["VAPID_SUBJECT"], stored: stored["vapidKeys"], diagnostics: &builder.diagnostics)
         builder.checkProxy()
         return PushConfiguration(
             android: android, ios: ios, registry: registry, webPush: webPush, relayURL: relayURL ?? "",

@@ -48,11 +48,23 @@ package final class WebPushP256Key: @unchecked Sendable, CustomStringConvertible
     }
 
     /// A public key from its uncompressed point; nil unless it is 65 bytes starting 0x04 and
-    /// OpenSSL accepts it as a point on P-256.
+    /// OpenSSL accepts it as a point on P-256 (`EVP_PKEY_public_check_quick`: on the curve, not
+    /// the point at infinity, coordinates in range; P-256's cofactor is 1, so that is the whole
+    /// check). Checked here once, so an ECDH with it skips OpenSSL's per-derive check.
     package static func publicKey(_ point: [UInt8]) -> WebPushP256Key? {
         guard point.count == publicKeyByteCount, point.first == 0x04,
             let key = fromData(publicKey: point, privateScalar: nil)
         else { return nil }
+        guard let check = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else {
+            EVP_PKEY_free(key)
+            return nil
+        }
+        defer { EVP_PKEY_CTX_free(check) }
+        guard EVP_PKEY_public_check_quick(check) == 1 else {
+            ERR_clear_error()
+            EVP_PKEY_free(key)
+            return nil
+        }
         return WebPushP256Key(evpKey: key, publicKey: point, hasPrivateKey: false)
     }
 
@@ -95,14 +107,15 @@ package final class WebPushP256Key: @unchecked Sendable, CustomStringConvertible
         return written == Int32(Self.privateKeyByteCount) ? out : nil
     }
 
-    /// ECDH (RFC 8291 §3.1): the 32-byte shared secret with `peer`'s public point.
+    /// ECDH (RFC 8291 §3.1): the 32-byte shared secret with `peer`'s public point (checked when
+    /// `peer` was made).
     package func sharedSecret(with peer: WebPushP256Key) throws(WebPushCryptoError) -> [UInt8] {
         guard hasPrivateKey, let context = EVP_PKEY_CTX_new_from_pkey(nil, evpKey, nil) else { throw .keyAgreementFailed }
         defer { EVP_PKEY_CTX_free(context) }
         var length = 32
         var secret = [UInt8](repeating: 0, count: 32)
         let ok = secret.withUnsafeMutableBufferPointer { out in
-            EVP_PKEY_derive_init(context) == 1 && EVP_PKEY_derive_set_peer(context, peer.evpKey) == 1
+            EVP_PKEY_derive_init(context) == 1 && EVP_PKEY_derive_set_peer_ex(context, peer.evpKey, 0) == 1
                 && EVP_PKEY_derive(context, out.baseAddress, &length) == 1
         }
         guard ok, length == 32 else {

@@ -13,6 +13,8 @@ struct WebPushChannel: Sendable {
     let client: HTTPClient?
     /// Why Web Push is off, when it is.
     let offReason: String?
+    /// RFC 8030 `Topic` (from the tag) and `Urgency` on every message (`HAPI_WEB_PUSH_TOPIC_URGENCY`).
+    var sendsTopicAndUrgency = true
 
     static func make(
         configuration: PushConfiguration, store: any PushDeviceStore, runtime: NativePush.Configuration, dataDirectory: String?
@@ -39,7 +41,9 @@ struct WebPushChannel: Sendable {
         let previous = loaded.previous.map { WebPushVAPID(keyPair: $0, subject: configuration.webPush.subject) }
         let transport = WebPushTransport(
             client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, concurrency: runtime.concurrency.relay)
-        return WebPushChannel(routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil)
+        return WebPushChannel(
+            routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil,
+            sendsTopicAndUrgency: configuration.webPush.sendsTopicAndUrgency)
     }
 
     func shutdown() async {
@@ -80,7 +84,9 @@ extension NativePush {
         let targets = subscriptions.map {
             WebPushTransport.Target(endpoint: $0.endpoint, p256dh: $0.p256dh, auth: $0.auth, previousVAPIDPublicKey: $0.previousVAPIDPublicKey)
         }
-        let results = await transport.send(Array(payload.json.utf8), to: targets)
+        let headers: WebPushProvider.MessageHeaders =
+            webPushChannel.sendsTopicAndUrgency ? WebPushProvider.messageHeaders(tag: payload.tag, type: payload.type) : .none
+        let results = await transport.send(Array(payload.json.utf8), to: targets, headers: headers)
         var deliveries: [PushWebPushReport.Delivery] = []
         for (subscription, result) in zip(subscriptions, results) {
             var removed = false
