@@ -73,7 +73,7 @@ enum RegistrationValidation {
         var bytes = body
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
         if String(validating: bytes, as: UTF8.self) == nil { bytes = Array(String(decoding: bytes, as: UTF8.self).utf8) }
-        return (try? JSONParser.parse(bytes, replacingLoneSurrogates: true)) ?? .null
+        return (try? JSONParser.parse(bytes, overflowingToInfinity: true)) ?? .null
     }
 
     /// Validates a register body. With `reportingEverything`, our stricter rules also speak

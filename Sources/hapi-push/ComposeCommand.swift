@@ -33,7 +33,7 @@ enum ComposeCommand {
         let bytes = try InputFile.read(try args.required("event"), option: "event")
         let event: JSONValue
         do {
-            event = try JSONParser.parse(bytes, replacingLoneSurrogates: true)
+            event = try JSONParser.parse(bytes, overflowingToInfinity: true)
         } catch {
             throw UsageError("--event is not JSON: \(error.description)")
         }
