@@ -28,6 +28,7 @@ test:
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	@SWIFT="$(SWIFT)" scripts/check-embedding-without-postgres.sh
 	$(SWIFT) build --build-tests $(STRICT)
+	@python3 scripts/public-api.py --check "$$($(SWIFT) build --show-bin-path)"
 	$(SWIFT) test --skip-build --no-parallel
 
 # The suite under ThreadSanitizer, then AddressSanitizer with LeakSanitizer; each in its own
