@@ -1,5 +1,11 @@
 import CHapiMicrohttpd
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
 
 /// What libmicrohttpd does not do by itself against slow and greedy clients: a deadline for a
