@@ -23,8 +23,11 @@ deps:
 build: deps
 	$(SWIFT) build $(STRICT)
 
-# First: a hub depending on PushNative with the PostgreSQL trait off plans no libpq (seconds).
+# First: the sources name the operating system only behind guards and in the Linux backend
+# (scripts/check-platform-sources.sh), and a hub depending on PushNative with the PostgreSQL
+# trait off plans no libpq (seconds each).
 test:
+	@scripts/check-platform-sources.sh
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	@SWIFT="$(SWIFT)" scripts/check-embedding-without-postgres.sh
 	$(SWIFT) build --build-tests $(STRICT)

@@ -11,6 +11,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "hapi-push-native",
+    // Built and tested on Linux only. macOS 13 is the first with `ContinuousClock` and `Duration`,
+    // which the library uses; the README's "Building on macOS" says what is (and is not) checked.
+    platforms: [.macOS(.v13)],
     products: [
         .library(name: "PushNative", targets: ["PushNative"]),
         .library(name: "PushCore", targets: ["PushCore"]),
@@ -32,33 +35,38 @@ let package = Package(
         .default(enabledTraits: ["PostgreSQL"]),
     ],
     targets: [
-        // C libraries, each behind a prefixed system-library module.
+        // C libraries, each behind a prefixed system-library module. Providers: the Debian package
+        // and the Homebrew formula (whose .pc files carry the pkgConfig names here).
         .systemLibrary(
             name: "CHapiOpenSSL", path: "Sources/CHapiOpenSSL", pkgConfig: "openssl",
-            providers: [.apt(["libssl-dev"])]),
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(
             name: "CHapiCurl", path: "Sources/CHapiCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         .systemLibrary(
             name: "CHapiNghttp2", path: "Sources/CHapiNghttp2", pkgConfig: "libnghttp2",
-            providers: [.apt(["libnghttp2-dev"])]),
+            providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]),
         // Key generation for tests and the demo only, kept out of the production shim above.
-        .systemLibrary(name: "CHapiTestOpenSSL", path: "Sources/CHapiTestOpenSSL"),
-        // epoll and eventfd, behind plain-value helpers.
+        .systemLibrary(
+            name: "CHapiTestOpenSSL", path: "Sources/CHapiTestOpenSSL",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        // epoll and eventfd, behind plain-value helpers (the C library's own: no provider).
         .systemLibrary(name: "CHapiLinux", path: "Sources/CHapiLinux"),
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]),
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         .systemLibrary(
             name: "CHapiPostgres", path: "Sources/CHapiPostgres", pkgConfig: "libpq",
-            providers: [.apt(["libpq-dev"])]),
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .systemLibrary(
             name: "CHapiMicrohttpd", path: "Sources/CHapiMicrohttpd", pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]),
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
         // hiredis 0.14 (no TLS of its own): typed wrappers for its variadic and void * calls.
         // No pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses
         // with a warning on every build; the header is <hiredis/hiredis.h> in /usr/include.
-        .systemLibrary(name: "CHapiRedis", path: "Sources/CHapiRedis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(
+            name: "CHapiRedis", path: "Sources/CHapiRedis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]),
 
         // One lock type that ThreadSanitizer can see (pthread), for every module.
         .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
@@ -69,7 +77,7 @@ let package = Package(
         .target(name: "PushEnvelope", dependencies: ["PushCore", "CHapiOpenSSL", "PushSync"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
         .target(
-            name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
+            name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushProviders", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // The registry on PostgreSQL (libpq), for hubs of several processes or hosts.
         .target(

@@ -34,7 +34,11 @@ typedef struct hapi_mhd_config {
 static inline struct MHD_Daemon *hapi_mhd_start(const hapi_mhd_config *config, MHD_AccessHandlerCallback handler,
                                                 void *handler_cls, MHD_RequestCompletedCallback completed,
                                                 void *completed_cls) {
+#if defined(__linux__)
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC;
+#else
+    unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC; /* epoll is Linux's only */
+#endif
     if (config->ipv6) flags |= MHD_USE_IPv6;
     if (config->allow_suspend) flags |= MHD_ALLOW_SUSPEND_RESUME;
     uint16_t port = 0;

@@ -1,6 +1,12 @@
 import CHapiOpenSSL
 import CHapiPostgres
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Why one libpq call failed, before it becomes a `PushDeviceStoreError`.
 enum PostgresFailure: Error {

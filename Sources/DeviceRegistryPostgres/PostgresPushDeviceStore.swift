@@ -1,5 +1,11 @@
 public import DeviceRegistry
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushEnvelope
 import PushSync
 

@@ -3,6 +3,9 @@
 /// Our own, so hostile input meets one well-understood code path: a nesting limit instead of
 /// unbounded recursion, typed errors with a byte offset, and JavaScript's `JSON.parse` rules for
 /// keys (compared exactly; a repeated key keeps its first position and takes the last value).
+/// One reading of strings everywhere, the public `PushJSONValue(parsing:)` included: a `\u`
+/// escape of an unpaired surrogate, which JavaScript keeps and a Swift string cannot hold, is
+/// read as U+FFFD (README, "deliberate differences").
 package struct JSONParser {
     /// Deepest nesting accepted; deeper input is rejected instead of exhausting the stack.
     package static let maximumDepth = 256
@@ -14,15 +17,14 @@ package struct JSONParser {
 
     /// Parses one JSON text from UTF-8 bytes (a leading BOM is not accepted, as in RFC 8259).
     package static func parse(_ bytes: [UInt8]) throws(PushJSONParseError) -> JSONValue {
-        try parse(bytes, replacingLoneSurrogates: false)
+        try parse(bytes, overflowingToInfinity: false)
     }
 
-    /// Parses as `JSON.parse` reads text the JavaScript hub received: a `\u` escape of an
-    /// unpaired surrogate, which JavaScript keeps and a Swift string cannot hold, becomes U+FFFD
-    /// instead of an error (with `replacingLoneSurrogates`), and a number beyond the double
-    /// range is ±Infinity, as there.
-    package static func parse(_ bytes: [UInt8], replacingLoneSurrogates: Bool) throws(PushJSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes, replacingLoneSurrogates: replacingLoneSurrogates)
+    /// Parses as `JSON.parse` reads text the JavaScript hub received: with
+    /// `overflowingToInfinity`, a number beyond the double range (`1e400`) is ±Infinity, as
+    /// there, instead of an error. Strings are read the same way in both.
+    package static func parse(_ bytes: [UInt8], overflowingToInfinity: Bool) throws(PushJSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, overflowingToInfinity: overflowingToInfinity)
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -33,12 +35,12 @@ package struct JSONParser {
     }
 
     private let bytes: [UInt8]
-    private let replacingLoneSurrogates: Bool
+    private let overflowingToInfinity: Bool
     private var index = 0
 
-    private init(bytes: [UInt8], replacingLoneSurrogates: Bool) {
+    private init(bytes: [UInt8], overflowingToInfinity: Bool) {
         self.bytes = bytes
-        self.replacingLoneSurrogates = replacingLoneSurrogates
+        self.overflowingToInfinity = overflowingToInfinity
     }
 
     private mutating func skipWhitespace() {
@@ -187,7 +189,8 @@ package struct JSONParser {
     }
 
     /// Reads the hex digits after `\u`, joining a surrogate pair. A lone surrogate cannot be
-    /// held by a Swift string, so it is rejected rather than replaced.
+    /// held by a Swift string, so it is read as U+FFFD; the escape after a lone high surrogate
+    /// is then read on its own.
     private mutating func parseUnicodeEscape() throws(PushJSONParseError) -> Unicode.Scalar {
         let first = try readHex4()
         if (0xD800...0xDBFF).contains(first) {
@@ -199,15 +202,10 @@ package struct JSONParser {
                     return scalar
                 }
             }
-            guard replacingLoneSurrogates else { throw PushJSONParseError(.loneSurrogate, offset: afterFirst) }
             index = afterFirst  // the next escape, if any, is read on its own
             return "\u{FFFD}"
         }
-        guard let scalar = Unicode.Scalar(first) else {
-            guard replacingLoneSurrogates else { throw PushJSONParseError(.loneSurrogate, offset: index) }
-            return "\u{FFFD}"
-        }
-        return scalar
+        return Unicode.Scalar(first) ?? "\u{FFFD}"
     }
 
     private mutating func readHex4() throws(PushJSONParseError) -> UInt32 {
@@ -258,7 +256,7 @@ package struct JSONParser {
         guard let double = Double(text) else { throw PushJSONParseError(.invalidNumber, offset: start) }
         // JSON.parse reads a number beyond the double range (`1e400`) as ±Infinity; the strict
         // reader refuses it.
-        guard double.isFinite || replacingLoneSurrogates else { throw PushJSONParseError(.invalidNumber, offset: start) }
+        guard double.isFinite || overflowingToInfinity else { throw PushJSONParseError(.invalidNumber, offset: start) }
         // A whole number written with a fraction or exponent ("1.0", "1e2") is the same number to
         // JavaScript; keep one representation so equality matches. Beyond 2^53 JavaScript holds
         // only the nearest double, and so do we.
@@ -281,6 +279,8 @@ public struct PushJSONParseError: Error, Hashable, CustomStringConvertible {
         case expectedColon = "expected ':' after an object key"
         case expectedCommaOrEnd = "expected ',' or a closing bracket"
         case invalidEscape = "invalid escape sequence in string"
+        /// No longer produced: a lone surrogate escape is read as U+FFFD. Kept so a hub's
+        /// exhaustive `switch` still compiles.
         case loneSurrogate = "unpaired UTF-16 surrogate in \\u escape"
         case controlCharacterInString = "unescaped control character in string"
         case invalidUTF8 = "invalid UTF-8 in string"

@@ -31,7 +31,9 @@ package typealias JSONValue = PushJSONValue
 
 extension PushJSONValue {
     /// Parses JSON text strictly (RFC 8259; nesting up to 256 levels; strings valid UTF-8), as
-    /// a hub reads the sessions and messages it stored.
+    /// a hub reads the sessions and messages it stored. A lone surrogate escape (`"\ud800"`),
+    /// which JavaScript keeps and a Swift string cannot hold, is read as U+FFFD, as everywhere
+    /// in the package.
     public init(parsing bytes: [UInt8]) throws(PushJSONParseError) {
         self = try JSONParser.parse(bytes)
     }

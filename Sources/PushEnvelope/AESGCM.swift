@@ -1,5 +1,11 @@
 import CHapiOpenSSL
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// AES-256-GCM through OpenSSL's EVP interface. One context per call, owned by a class that
 /// frees it in `deinit`, so no exit path leaks it.

@@ -1,5 +1,11 @@
 import CHapiCurl
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// One attempt of one transfer: a libcurl easy handle and everything it points to (header

@@ -1,5 +1,11 @@
 import CHapiCurl
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The CA certificates an `HTTPClient` trusts when an additional CA file is configured: the
 /// system bundle (libcurl's built-in `CURLOPT_CAINFO`) followed by the operator's CA, as one

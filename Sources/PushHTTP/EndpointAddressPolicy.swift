@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Which resolved addresses a request to a URL chosen by someone else may connect to (Web Push
 /// endpoints: a browser, or anyone holding a hub token, picks them, and the hub POSTs there).

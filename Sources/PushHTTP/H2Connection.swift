@@ -1,7 +1,13 @@
 import CHapiLinux
 import CHapiNghttp2
 import CHapiOpenSSL
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One HTTP/2 connection of the engine: a non-blocking socket, the TLS session over it (none
 /// for h2c) and an nghttp2 client session driven by `mem_recv`/`mem_send`. Loop thread only.
@@ -175,11 +181,13 @@ final class H2Connection {
                 Glibc.close(socketFD)
                 continue
             }
+            #if os(Linux)
             guard hapi_epoll_set(loop.epollFD, socketFD, UInt32(HAPI_EPOLL_OUT), id, 1) == 0 else {
                 lastConnectError = "epoll_ctl: \(String(cString: strerror(errno)))"
                 Glibc.close(socketFD)
                 continue
             }
+            #endif
             attempts.append(socketFD)
             nextAttemptAt = nextAddress < addresses.count ? loop.now + H2Connection.attemptDelay : nil
             return
@@ -231,7 +239,9 @@ final class H2Connection {
     }
 
     private func closeAttempt(_ socketFD: Int32) {
+        #if os(Linux)
         _ = hapi_epoll_remove(loop.epollFD, socketFD)
+        #endif
         Glibc.close(socketFD)
         attempts.removeAll { $0 == socketFD }
     }
@@ -554,23 +564,29 @@ final class H2Connection {
     @discardableResult
     private func register(_ events: UInt32) -> Bool {
         guard fd >= 0, events != interest else { return true }
+        #if os(Linux)
         guard hapi_epoll_set(loop.epollFD, fd, events, id, interest == 0 ? 1 : 0) == 0 else {
             let error = HTTPClientError(.other, detail: "epoll_ctl failed: \(String(cString: strerror(errno)))")
             if state == .open { loop.connectionLost(self, error) } else { loop.connectionFailed(self, error) }
             return false
         }
+        #endif
         interest = events
         return true
     }
 
     private func unregisterAndClose() {
         for attempt in attempts {
+            #if os(Linux)
             _ = hapi_epoll_remove(loop.epollFD, attempt)
+            #endif
             Glibc.close(attempt)
         }
         attempts = []
         if fd >= 0 {
+            #if os(Linux)
             if interest != 0 { _ = hapi_epoll_remove(loop.epollFD, fd) }
+            #endif
             if tunnel == nil { Glibc.close(fd) }
         }
         tunnel = nil

@@ -1,6 +1,16 @@
 import CHapiLinux
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
+
+#if !os(Linux)
+#error("PushHTTP's event loop has only its epoll backend so far; the poll(2) backend for other systems is issue 26")
+#endif
 
 /// The HTTP/2 engine's face to other threads: a command queue under one lock and an eventfd
 /// that wakes the engine's thread. The thread owns everything else (`H2Loop`): sockets, TLS,
@@ -64,6 +74,7 @@ final class H2EventLoop: Sendable {
     }
 
     static func start(settings: Settings, counters: HTTPCounters) throws(HTTPClientError) -> H2EventLoop {
+        #if os(Linux)
         let epollFD = hapi_epoll_create()
         guard epollFD >= 0 else {
             throw HTTPClientError(.other, detail: "epoll_create1 failed: \(String(cString: strerror(errno)))")
@@ -78,6 +89,7 @@ final class H2EventLoop: Sendable {
             Glibc.close(epollFD)
             throw HTTPClientError(.other, detail: "epoll_ctl failed: \(String(cString: strerror(errno)))")
         }
+        #endif
         let handle = H2EventLoop(settings: settings, counters: counters, wakeFD: wakeFD, epollFD: epollFD)
         let thread: PushThread
         do {

@@ -1,6 +1,12 @@
 import CHapiLinux
 import CHapiNghttp2
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// The HTTP/2 engine's thread: epoll over every connection's socket and the wakeup eventfd;
@@ -71,7 +77,9 @@ final class H2Loop {
         var lastSweep = now
         while true {
             let timeout = hasWorkInFlight ? Int32(50) : idleWaitMilliseconds
+            #if os(Linux)
             let ready = hapi_epoll_wait(epollFD, &tokens, &readiness, 256, timeout)
+            #endif
             now = .now
             if ready > 0 {
                 for index in 0..<Int(ready) {

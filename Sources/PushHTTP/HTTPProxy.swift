@@ -1,5 +1,11 @@
 import CHapiCurl
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An HTTP CONNECT proxy every request to an origin goes through: `http://` (CONNECT over TCP)
 /// or `https://` (TLS to the proxy, verified, then CONNECT inside it). The credentials are

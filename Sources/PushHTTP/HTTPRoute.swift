@@ -1,5 +1,11 @@
 import CHapiCurl
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
 
 /// Where one request goes, parsed once by `HTTPClient.send` (with libcurl's URL parser): the

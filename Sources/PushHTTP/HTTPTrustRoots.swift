@@ -1,5 +1,11 @@
 import CHapiOpenSSL
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where the client's trust roots come from, found with OpenSSL's and the file system's help
 /// only (the HTTP/2 engine has no libcurl in it): the system bundle file, and the operator's

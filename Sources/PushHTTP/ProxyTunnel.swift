@@ -1,5 +1,11 @@
 import CHapiCurl
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A TCP connection to an origin through an `http://` proxy, for the HTTP/2 engine: libcurl
 /// opens it (`CURLOPT_CONNECT_ONLY` with `CURLOPT_HTTPPROXYTUNNEL`), so the CONNECT request,

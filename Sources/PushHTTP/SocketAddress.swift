@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A resolved address to connect to, as bytes of a `sockaddr_in`/`sockaddr_in6`.
 struct SocketAddress: Sendable {

@@ -1,5 +1,11 @@
 import CHapiOpenSSL
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The OpenSSL client context of the HTTP/2 engine: TLS 1.2 or later, peer verification
 /// always on against the system trust store plus the operator's extra CA, ALPN offering `h2`

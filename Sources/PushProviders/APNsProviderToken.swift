@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushEnvelope
 
 /// The APNs provider token (an ES256 JWT), minted once and shared by every push for 45

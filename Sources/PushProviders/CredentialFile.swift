@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Reads a credential file (an APNs `.p8` key, a service-account JSON) without ever blocking or
 /// slurping: a regular file only (a FIFO would wait for a writer forever, /dev/zero never

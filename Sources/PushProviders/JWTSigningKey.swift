@@ -1,5 +1,11 @@
 import CHapiOpenSSL
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushEnvelope
 
 /// A private key for signing JWTs through OpenSSL: ES256 (APNs provider tokens, P-256 only)

@@ -1,5 +1,11 @@
 import CHapiRedis
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `redis://`: hiredis's own blocking connection, its connect bounded by `connectTimeout`
 /// (`redisConnectWithTimeout`) and every later read and write by `commandTimeout`

@@ -1,5 +1,11 @@
 import CHapiMicrohttpd
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
 
 /// libmicrohttpd behind a small Swift face: plain HTTP/1.1, its own polling threads (one epoll

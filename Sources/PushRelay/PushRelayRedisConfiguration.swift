@@ -1,5 +1,11 @@
 import CHapiMicrohttpd
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where several relay instances keep their shared rate limits: `RELAY_REDIS_URL`,
 /// `redis://[user:password@]host[:port][/db]` (`rediss://` for TLS).

@@ -1,5 +1,11 @@
 import CHapiRedis
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
 
 /// The one thread that talks to Redis for a `RedisPushRelayRateLimiter`, over one connection.

@@ -1,6 +1,12 @@
 import CHapiOpenSSL
 import CHapiRedis
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The client side of `rediss://`: TLS 1.2 or later, the peer always verified against the
 /// system trust store plus the operator's extra CA, its name checked (or its address, for an

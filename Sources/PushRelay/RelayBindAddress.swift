@@ -1,5 +1,11 @@
 import CHapiMicrohttpd
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where a listener binds: an IPv4 or IPv6 literal (or `localhost`, meaning 127.0.0.1) and a
 /// port, as the `sockaddr` libmicrohttpd takes. Names are never resolved: start-up does no DNS.

@@ -1,5 +1,11 @@
 import CHapiMicrohttpd
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
 
 /// What libmicrohttpd does not do by itself against slow and greedy clients: a deadline for a
@@ -136,7 +142,7 @@ final class RelayConnectionGuard: Sendable {
             defer { wake.write = -1 }
             return wake.write
         }
-        if writeEnd >= 0 { Glibc.close(writeEnd) }
+        if writeEnd >= 0 { closeDescriptor(writeEnd) }
         // Kept (joining twice returns at once), so `sweeperRunning` can tell it has ended.
         sweeper.withLock { $0 }?.join()
         closeWake()
@@ -147,8 +153,8 @@ final class RelayConnectionGuard: Sendable {
             defer { wake = (-1, -1) }
             return wake
         }
-        if ends.0 >= 0 { Glibc.close(ends.0) }
-        if ends.1 >= 0 { Glibc.close(ends.1) }
+        if ends.0 >= 0 { closeDescriptor(ends.0) }
+        if ends.1 >= 0 { closeDescriptor(ends.1) }
     }
 
     /// Whether a sweep thread is running (started and not yet joined by `stop()`).
@@ -322,3 +328,6 @@ final class RelayConnectionGuard: Sendable {
     /// CLOCK_MONOTONIC in milliseconds.
     static func now() -> Int64 { hapi_monotonic_ms() }
 }
+
+/// `close(2)`, named apart from the guard's own `close` of a connection.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

@@ -1,5 +1,11 @@
 import CHapiLinux
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// A few dedicated threads (`PushThread`s) that run blocking work (SQLite, libpq) so that no

@@ -1,5 +1,11 @@
 import CHapiLinux
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A value behind a `pthread_mutex_t`.
 ///

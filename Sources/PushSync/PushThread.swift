@@ -1,5 +1,11 @@
 import CHapiLinux
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Why a thread could not be started. The body was not run, anywhere.
 package struct PushThreadError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,5 +1,11 @@
 import CHapiLinux
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A value behind a `pthread_mutex_t`, with a `pthread_cond_t` for threads that must wait until
 /// the value says they may go on (a queue has lines, a start has finished).

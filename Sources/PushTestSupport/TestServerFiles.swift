@@ -1,5 +1,11 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What the test servers that are not ours (`nghttpd`, `redis-server`, PostgreSQL) need before
 /// they start: a free loopback port and a throwaway CA with one server certificate, made with

@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Whether and how a transport retries a transient answer (429, 5xx, FCM `UNAVAILABLE`).
 ///

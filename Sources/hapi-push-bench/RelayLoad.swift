@@ -1,7 +1,13 @@
 import CHapiLinux
 import CHapiOpenSSL
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSync
 
 /// Load for `make bench relayload`: hubs on kept-alive HTTP/1.1 connections (one epoll loop on a
@@ -101,6 +107,7 @@ final class HubLoad: @unchecked Sendable {
         return Array("POST /v1/push HTTP/1.1\r\nHost: relay.bench\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
     }
 
+    #if os(Linux)
     func run() -> Result {
         var result = Result()
         let epoll = hapi_epoll_create()
@@ -230,6 +237,7 @@ final class HubLoad: @unchecked Sendable {
         for connection in connections { close(connection.fd) }
         return result
     }
+    #endif
 
     /// The status and length of a whole HTTP/1.1 answer at the start of `bytes`.
     static func answer(in bytes: [UInt8]) -> (status: Int, length: Int)? {

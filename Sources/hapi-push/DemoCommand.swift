@@ -1,5 +1,11 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `hapi-push demo`: kept as a command (a contract), but the demo is its own executable,
 /// `hapi-push-demo`, so this binary links neither the loopback server nor the test keys. This

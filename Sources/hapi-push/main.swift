@@ -107,6 +107,8 @@ func validatedArguments() -> [String]? {
 // This process is ours, not a host's: one malloc arena for all its threads. With one arena per
 // thread (glibc's default), memory freed by the HTTP/2 thread is not reused by the dispatch's
 // threads, and a send to 10,000 devices peaks ~3 MB higher for nothing.
+#if os(Linux)
 _ = hapi_use_one_malloc_arena()
+#endif
 guard let arguments = validatedArguments() else { exit(ExitCode.usage.rawValue) }
 exit(await runCommand(arguments))

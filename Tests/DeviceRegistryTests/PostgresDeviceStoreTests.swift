@@ -1,6 +1,12 @@
 import DeviceRegistryPostgres
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushTestSupport
 import Testing
 

@@ -84,3 +84,49 @@ import PushEnvelope
         #expect(PushNotificationComposer.webTaskNotification(for: session, content: HubFixture.user("hi")) == nil)
     }
 }
+
+/// Issue 27 item 7: the three differences from the JavaScript hub found by running its own code
+/// on generated events.
+@Suite struct JSHubIssue27DifferencesTests {
+    /// `Object.entries(requests)[0]` gives the key `""`, and `JSON.stringify` keeps it.
+    @Test func anEmptyRequestIdIsKeptInTheWebPushPayload() {
+        let permission = HubFixture.session(requests: HubFixture.json(#"{"":{"tool":"Bash","arguments":{"command":"ls"}}}"#))
+        let payload = PushNotificationComposer.webPendingRequest(for: permission)
+        #expect(payload.requestId == "")
+        #expect(
+            payload.json
+                == #"{"title":"Permission Request","body":"hapi (Bash)","tag":"permission-0123456789abcdef","data":{"type":"permission-request","sessionId":"0123456789abcdef","url":"/sessions/0123456789abcdef","requestId":""}}"#
+        )
+        let question = HubFixture.session(
+            requests: HubFixture.json(#"{"":{"tool":"AskUserQuestion","arguments":{"questions":[{"question":"Which?","options":[]}]}}}"#))
+        #expect(PushNotificationComposer.webPendingRequest(for: question).json.hasSuffix(#","requestId":""}}"#))
+        // The native payload still sends a requestId only when it is truthy (js-hub-behaviour.md §6).
+        #expect(PushNotificationComposer.permissionRequest(for: permission).requestId == nil)
+    }
+
+    /// `extractTaskNotificationFromSystemOutput` trims the summary, so the Web Push body does too.
+    @Test func aSystemTaskSummaryIsTrimmedInTheWebPushBody() {
+        let content = JSHubTaskTests.system("\n  Built it \u{A0}\t", "completed")
+        let payload = PushNotificationComposer.webTaskNotification(for: HubFixture.session(), content: content)
+        #expect(payload?.body == "Claude · hapi · Built it")
+        #expect(HubMessageContent.taskNotification(in: content)?.summary == "Built it")
+    }
+
+    /// `file_path ?? path ?? "unknown"`: a present falsy file is shown empty, only an absent one
+    /// reads `unknown`.
+    @Test(arguments: [
+        (#"{"r1":{"tool":"Write","arguments":{"path":""}}}"#, "Claude Write\nSession: hapi\nFile: "),
+        (#"{"r1":{"tool":"Write","arguments":{"path":"","content":"abc"}}}"#, "Claude Write\nSession: hapi\nFile:  (3 chars)"),
+        (#"{"r1":{"tool":"Write","arguments":{"file_path":"","path":"p/q"}}}"#, "Claude Write\nSession: hapi\nFile: "),
+        (#"{"r1":{"tool":"Write","arguments":{"file_path":null,"path":null}}}"#, "Claude Write\nSession: hapi\nFile: unknown"),
+        (#"{"r1":{"tool":"Write","arguments":{}}}"#, "Claude Write\nSession: hapi\nFile: unknown"),
+        (#"{"r1":{"tool":"Read","arguments":{"path":""}}}"#, "Claude Read\nSession: hapi\nFile: "),
+        (#"{"r1":{"tool":"Read","arguments":{"file_path":false}}}"#, "Claude Read\nSession: hapi\nFile: "),
+        (#"{"r1":{"tool":"Edit","arguments":{"path":0}}}"#, "Claude Edit\nSession: hapi\nFile: "),
+        (#"{"r1":{"tool":"Edit","arguments":{"path":null}}}"#, "Claude Edit\nSession: hapi\nFile: unknown"),
+    ])
+    func aPresentEmptyFileIsShownEmpty(_ requests: String, _ body: String) {
+        let payload = PushNotificationComposer.permissionRequest(for: HubFixture.session(requests: HubFixture.json(requests)))
+        #expect(payload.body == body)
+    }
+}

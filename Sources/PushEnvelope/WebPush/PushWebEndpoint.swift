@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Our stricter rules for a Web Push endpoint (the JavaScript hub checks only that it is a
 /// non-empty string): the hub will POST to it, so it must be an absolute `https` URL of at most

@@ -29,7 +29,7 @@ struct AgentNotifySummary: Equatable {
             if !before.allSatisfy(HubText.isWhitespace), HubText.isWhitespace(line[index - 1]) { continue }
             let rest = HubText.trim(String(String.UnicodeScalarView(line[(index + token.count)...])))
             guard rest.hasPrefix("{"), rest.hasSuffix("}"),
-                let value = try? JSONParser.parse(Array(rest.utf8), replacingLoneSurrogates: true), value.objectValue != nil
+                let value = try? JSONParser.parse(Array(rest.utf8), overflowingToInfinity: true), value.objectValue != nil
             else { continue }
             return AgentNotifySummary(json: value)
         }

@@ -47,6 +47,7 @@ enum HubMessageContent {
     // MARK: - Task notifications (R1.7)
 
     struct TaskNotification: Equatable {
+        /// Trimmed and not empty, in both forms (as `extractTaskNotification` does).
         var summary: String
         /// Trimmed; `""` when it was blank (system form); nil when absent or not a string.
         var status: String?
@@ -68,7 +69,7 @@ enum HubMessageContent {
         guard content["type"] == "output", let data = content["data"], data["type"] == "system", data["subtype"] == "task_notification",
             case .string(let summary)? = data["summary"], !HubText.isBlank(summary)
         else { return nil }
-        return TaskNotification(summary: summary, status: data["status"]?.stringValue.map(HubText.trim))
+        return TaskNotification(summary: HubText.trim(summary), status: data["status"]?.stringValue.map(HubText.trim))
     }
 
     /// `{type:"output", data:{type:"user", content:"<task-notification>…"}}` (or `data.message.content`).

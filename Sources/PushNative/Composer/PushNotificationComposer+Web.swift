@@ -12,12 +12,14 @@ extension PushNotificationComposer {
     }
 
     /// The permission debounce's Web Push: `Permission Request` / `<name> (<tool>)`, tag
-    /// `permission-<id>`, `requestId` the first pending request's key. When that request is a
+    /// `permission-<id>`, `requestId` the first pending request's key (`""` included). When that request is a
     /// question tool, the seed contract's input-request instead (the JavaScript hub has none on
     /// the web): the native input-request's title and body, tag `input-request-<id>`.
     public static func webPendingRequest(for session: PushSession) -> PushWebPayload {
         let first = session.pendingRequests.first
-        let requestId = first.flatMap { $0.id.isEmpty ? nil : $0.id }
+        // The key as it is, even `""` (the JavaScript hub's Web Push keeps it; only the native
+        // payloads drop a falsy one); absent only when no request is pending.
+        let requestId = first?.id
         if let first, case .string(let tool)? = first.request["tool"], isQuestionTool(tool) {
             let name = session.displayName
             return PushWebPayload(

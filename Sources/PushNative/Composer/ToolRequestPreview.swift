@@ -58,10 +58,19 @@ enum ToolRequestPreview {
         }
     }
 
-    /// `argument || "unknown"`, then T-tool.
-    static func cutOrUnknown(_ argument: Argument, _ max: Int) -> String? {
-        if case .missing = argument { return "unknown" }
-        return cut(argument, max)
+    /// The detail line's file, `file_path ?? path ?? "unknown"`, then T-tool: `??` passes over
+    /// only null and missing, so a present falsy value (`""`, `false`, `0`) is kept and shown
+    /// empty (`File: `), and only an absent file reads `unknown`.
+    static func detailedFile(_ arguments: JSONValue, _ max: Int) -> String? {
+        let named: JSONValue?
+        switch arguments["file_path"] {
+        case nil, .null?: named = arguments["path"]
+        case let value: named = value
+        }
+        switch named {
+        case nil, .null?: return "unknown"
+        case let value?: return cut(argument(value), max)
+        }
     }
 
     /// The path unchanged when it has at most two `/`-parts, else `.../` and its last two.
@@ -121,13 +130,7 @@ enum ToolRequestPreview {
         var result: String?
         switch tool {
         case "Edit":
-            // `file_path ?? path`: an empty string is kept, and shown empty (`File: `).
-            let named = arguments["file_path"].flatMap { $0 == .null ? nil : $0 } ?? arguments["path"]
-            if case .string("")? = named {
-                result = "File: "
-            } else {
-                result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
-            }
+            result = detailedFile(arguments, max).map { "File: " + $0 }
             // A truthy old or new value of any type is shown as JavaScript's String(value).
             for (key, label) in [("old_string", "Old"), ("new_string", "New")] {
                 guard let raw = arguments[key] else { continue }
@@ -135,14 +138,14 @@ enum ToolRequestPreview {
                 result = result.map { $0 + "\n\(label): \"" + HubText.toolTruncate(HubText.javaScriptString(raw), max: 50) + "\"" }
             }
         case "Write":
-            result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
+            result = detailedFile(arguments, max).map { "File: " + $0 }
             switch arguments["content"] {
             case nil, .null?, .bool(false)?, .integer(0)?, .string("")?: break
             case .double(let d)? where d == 0: break
             case let value?:  // the length of String(content), whatever its type
                 result = result.map { $0 + " (\(HubText.length(HubText.javaScriptString(value))) chars)" }
             }
-        case "Read": result = cutOrUnknown(file(arguments), max).map { "File: " + $0 }
+        case "Read": result = detailedFile(arguments, max).map { "File: " + $0 }
         case "Bash": result = cut(argument(arguments["command"]), max).map { "Command: " + $0 }
         case "Agent", "Task": result = cut(task(arguments), max).map { "Task: " + $0 }
         case "Grep", "Glob":

@@ -1,5 +1,11 @@
 #if canImport(Glibc)
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 #endif
 
 /// `precondition` that also says why in optimized builds (where `precondition` drops its

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+/// `scripts/check-platform-sources.sh` (the first step of `make test`) passes on this checkout
+/// and fails on a copy of it with one planted offence of each kind, so the check can fail.
+/// The offences are spelt in pieces here, or this file would be one.
+@Suite struct PlatformSourceCheckTests {
+    /// The package root, from this file's path.
+    private static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    private static let linuxOnly = "ep" + "oll"
+
+    /// Runs the script on `root`; its exit status and what it printed.
+    private static func check(_ root: URL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [Self.root.appendingPathComponent("scripts/check-platform-sources.sh").path, root.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// A copy of `Sources` and `Tests` in a temporary directory, with `plant` applied to it.
+    private static func plantedCopy(_ plant: (URL) throws -> Void) throws -> URL {
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-platform-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        for folder in ["Sources", "Tests"] {
+            try FileManager.default.copyItem(at: root.appendingPathComponent(folder), to: copy.appendingPathComponent(folder))
+        }
+        try plant(copy)
+        return copy
+    }
+
+    private static func append(_ text: String, to path: String, in copy: URL) throws {
+        let url = copy.appendingPathComponent(path)
+        let before = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        try (before + text).write(to: url, atomically: true, encoding: .utf8)
+    }
+
+    @Test func passesOnThisCheckout() throws {
+        let result = try Self.check(Self.root)
+        #expect(result.status == 0, "\(result.output)")
+    }
+
+    @Test func failsOnAnUnguardedPlatformImport() throws {
+        for module in ["Glibc", "Musl", "Darwin"] {
+            let copy = try Self.plantedCopy { try Self.append("import " + module + "\n", to: "Sources/PushCore/Planted.swift", in: $0) }
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let result = try Self.check(copy)
+            #expect(result.status == 1)
+            #expect(result.output.contains("Sources/PushCore/Planted.swift:1: import \(module) outside #if canImport(\(module))"), "\(result.output)")
+        }
+    }
+
+    @Test func failsOnAnImportGuardedByTheWrongModule() throws {
+        let planted = "#if canImport(Darwin)\nimport Glibc\n#endif\n"
+        let copy = try Self.plantedCopy { try Self.append(planted, to: "Tests/PushSyncTests/Planted.swift", in: $0) }
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let result = try Self.check(copy)
+        #expect(result.status == 1)
+        #expect(result.output.contains("Tests/PushSyncTests/Planted.swift:2: import Glibc outside"), "\(result.output)")
+    }
+
+    @Test func failsOnALinuxOnlyNameOutsideTheLinuxBackend() throws {
+        for (path, text) in [
+            ("Sources/PushSync/Planted.swift", "let planted = \(Self.linuxOnly)_create1(0)\n"),
+            ("Sources/CHapiOpenSSL/planted.h", "#include <sys/\(Self.linuxOnly).h>\n"),
+            ("Sources/CHapiOpenSSL/planted2.h", "#include <mall" + "oc.h>\n"),
+        ] {
+            let copy = try Self.plantedCopy { try Self.append(text, to: path, in: $0) }
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let result = try Self.check(copy)
+            #expect(result.status == 1)
+            #expect(result.output.contains("outside the Linux backend: \(path):1:"), "\(result.output)")
+        }
+    }
+
+    @Test func failsOnALinuxCallOutsideOSLinuxInTheBackend() throws {
+        let planted = "\nfunc planted() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#if os(Linux)\nfunc guarded() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#endif\n"
+        let copy = try Self.plantedCopy { try Self.append(planted, to: "Sources/PushHTTP/H2Loop.swift", in: $0) }
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let result = try Self.check(copy)
+        #expect(result.status == 1)
+        let offences = result.output.split(separator: "\n").filter { $0.contains("H2Loop.swift") }
+        #expect(offences.count == 1 && offences[0].contains("Linux-only call outside #if os(Linux)"), "\(result.output)")
+    }
+
+    @Test func failsWhenAnAllowListedFileIsGone() throws {
+        let copy = try Self.plantedCopy { try FileManager.default.removeItem(at: $0.appendingPathComponent("Sources/hapi-push-bench/RelayLoad.swift")) }
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let result = try Self.check(copy)
+        #expect(result.status == 1)
+        #expect(result.output.contains("allow-listed Sources/hapi-push-bench/RelayLoad.swift does not exist"), "\(result.output)")
+    }
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# `make test`, first: the sources name the operating system only where they are allowed to.
+#
+# Fails (exit 1, one line per offence) when a Swift file under Sources/ or Tests/
+#   - imports Glibc, Musl or Darwin outside an `#if canImport(<that module>)` branch;
+#   - calls the Linux shim's epoll/eventfd/malloc-arena helpers (hapi_epoll_*, hapi_eventfd_*,
+#     hapi_use_one_malloc_arena) outside an `#if os(Linux)` branch;
+# or when code (comments aside) in any Swift or C file there names epoll, eventfd, malloc.h or
+# mallopt outside the Linux-backend files allowed below.
+#
+# Usage: scripts/check-platform-sources.sh [ROOT]   (ROOT defaults to this checkout; the test
+# PlatformSourceCheckTests runs it on a copy with a planted offence to prove it can fail).
+set -euo pipefail
+root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
+cd "$root"
+
+# The Linux backend: the only files whose code may name epoll, eventfd, malloc.h or mallopt.
+# Each Swift one calls the helpers only inside `#if os(Linux)`.
+allowed=(
+  Sources/CHapiLinux/shim.h                # the C shim: epoll, eventfd, mallopt behind plain values
+  Sources/CHapiLoopback/hapi_loopback.c    # the loopback HTTP/2 test server's eventfd wake-up (tests and demo only)
+  Sources/CHapiMicrohttpd/shim.h           # the relay's libmicrohttpd in its epoll mode, under #if defined(__linux__)
+  Sources/PushHTTP/H2EventLoop.swift       # the HTTP/2 engine's epoll set and eventfd wake-up
+  Sources/PushHTTP/H2Loop.swift            # the engine thread's epoll_wait
+  Sources/PushHTTP/H2Connection.swift      # each connection's epoll registration
+  Sources/hapi-push-bench/RelayLoad.swift  # `make bench relayload`'s client loop
+)
+
+status=0
+for file in "${allowed[@]}"; do
+  [[ -f "$file" ]] || { echo "check-platform-sources: allow-listed $file does not exist (update the list)"; status=1; }
+done
+
+is_allowed() {
+  local file
+  for file in "${allowed[@]}"; do [[ "$1" == "$file" ]] && return 0; done
+  return 1
+}
+
+# Code lines only: comment lines dropped, trailing `//` and one-line `/* */` comments cut.
+code_lines() {
+  awk '{
+    line = $0
+    sub(/^[ \t]+/, "", line)
+    if (line ~ /^(\/\/|\/\*|\*)/) next
+    sub(/[ \t]\/\/.*$/, "", line)
+    gsub(/\/\*[^*]*\*\//, "", line)
+    print FILENAME ":" FNR ": " line
+  }' "$1"
+}
+
+while IFS= read -r -d '' file; do
+  file="${file#./}"
+  if ! is_allowed "$file"; then
+    if hits="$(code_lines "$file" | grep -E 'epoll|eventfd|malloc\.h|mallopt' -i)"; then
+      while IFS= read -r hit; do echo "check-platform-sources: Linux-only name outside the Linux backend: $hit"; done <<<"$hits"
+      status=1
+    fi
+  fi
+  [[ "$file" == *.swift ]] || continue
+  # Conditional-compilation stack: each entry is the condition of the branch we are in.
+  if ! awk -v file="$file" '
+    function linux_active(   i) {
+      for (i = 1; i <= depth; i++) if (cond[i] ~ /(^|[^!])os\(Linux\)/) return 1
+      return 0
+    }
+    {
+      line = $0
+      sub(/^[ \t]+/, "", line)
+      if (line ~ /^(\/\/|\/\*|\*)/) next
+      sub(/[ \t]\/\/.*$/, "", line)
+      if (line ~ /^#if[ \t(!]/) { cond[++depth] = substr(line, 4); next }
+      if (line ~ /^#elseif[ \t(!]/) { cond[depth] = substr(line, 8); next }
+      if (line ~ /^#else/) {
+        cond[depth] = (cond[depth] ~ /^[ \t]*!os\(Linux\)[ \t]*$/) ? "os(Linux)" : "#else"
+        next
+      }
+      if (line ~ /^#endif/) { depth--; next }
+      if (match(line, /^(@[A-Za-z_]+[ \t]+)*((public|package|internal|fileprivate|private)[ \t]+)?import[ \t]+(Glibc|Musl|Darwin)([ \t]|$)/)) {
+        module = line
+        sub(/^.*import[ \t]+/, "", module)
+        sub(/[ \t].*$/, "", module)
+        if (depth == 0 || index(cond[depth], "canImport(" module ")") == 0 || cond[depth] ~ ("!canImport\\(" module "\\)")) {
+          printf "check-platform-sources: %s:%d: import %s outside #if canImport(%s)\n", file, FNR, module, module
+          bad = 1
+        }
+      }
+      if (line ~ /hapi_epoll_|hapi_eventfd_|hapi_use_one_malloc_arena/ && !linux_active()) {
+        printf "check-platform-sources: %s:%d: Linux-only call outside #if os(Linux): %s\n", file, FNR, line
+        bad = 1
+      }
+    }
+    END { exit bad }' "$file"; then
+    status=1
+  fi
+done < <(find Sources Tests -type f \( -name '*.swift' -o -name '*.h' -o -name '*.c' -o -name '*.modulemap' \) -print0 | sort -z)
+
+if [[ $status -ne 0 ]]; then
+  echo "check-platform-sources: failed (see scripts/check-platform-sources.sh for the rules and the Linux-backend allow-list)" >&2
+fi
+exit $status
