@@ -16,7 +16,6 @@
 @_exported public import enum PushEnvelope.PushKeyError
 @_exported public import enum PushEnvelope.PushEnvelopeCipher
 @_exported public import struct PushEnvelope.PushEnvelopeError
-@_exported public import enum PushEnvelope.ReceivedPush
 
 // DeviceRegistry: registrations and the store protocol with its implementations.
 @_exported public import struct DeviceRegistry.PushDeviceRegistry

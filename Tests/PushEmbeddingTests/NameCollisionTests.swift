@@ -1,4 +1,5 @@
 import PushEcosystemStandIns
+import enum PushEnvelope.ReceivedPush  // the device side: its own product, not re-exported by PushNative
 import PushNative
 import Testing
 

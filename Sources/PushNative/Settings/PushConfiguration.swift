@@ -100,7 +100,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     /// An extra CA file to trust besides the system store, when configured and readable.
     public let caFile: String?
     /// Every setting by its settings.json key, with its source.
-    public let settings: [String: PushResolvedSetting]
+    package let settings: [String: PushResolvedSetting]
     public let diagnostics: [Diagnostic]
     /// settings.json keys written on this load (first sight of an environment value).
     public let persistedKeys: [String]
@@ -125,7 +125,7 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// A setting's value as it may be printed: the database URL with its password redacted.
-    public func shownValue(_ setting: PushSetting) -> String? {
+    package func shownValue(_ setting: PushSetting) -> String? {
         guard let value = settings[setting.settingsKey]?.value else { return nil }
         if setting == .databaseURL { return DatabaseURLRedaction.redact(value) }
         if setting == .httpsProxy { return HTTPProxy.redact(value) }
