@@ -26,7 +26,7 @@ enum H2Readiness {
     static let hangup = UInt32(HAPI_EPOLL_HUP)
 }
 
-/// An epoll set. Loop thread only (after `make`).
+/// An epoll set. Loop thread only (after `make`); `mutating` as the poll(2) backend's are.
 struct H2Poller: Sendable {
     /// The call named when `set` is refused.
     static let call = "epoll_ctl"
@@ -38,7 +38,7 @@ struct H2Poller: Sendable {
         guard fd >= 0 else {
             throw HTTPClientError(.other, detail: "epoll_create1 failed: \(String(cString: strerror(errno)))")
         }
-        let poller = H2Poller(fd: fd)
+        var poller = H2Poller(fd: fd)
         guard poller.set(wake.readFD, events: H2Readiness.readable, token: 0, add: true) else {
             let detail = "epoll_ctl failed: \(String(cString: strerror(errno)))"
             poller.close()
@@ -48,16 +48,16 @@ struct H2Poller: Sendable {
     }
 
     /// Adds `socket` (`add`) or changes its interest. False (errno set) if refused.
-    func set(_ socket: Int32, events: UInt32, token: UInt64, add: Bool) -> Bool {
+    mutating func set(_ socket: Int32, events: UInt32, token: UInt64, add: Bool) -> Bool {
         hapi_epoll_set(fd, socket, events, token, add ? 1 : 0) == 0
     }
 
-    func remove(_ socket: Int32) {
+    mutating func remove(_ socket: Int32) {
         _ = hapi_epoll_remove(fd, socket)
     }
 
     /// Waits at most `timeout` ms; writes each ready descriptor's token and readiness.
-    func wait(tokens: inout [UInt64], readiness: inout [UInt32], timeout: Int32) -> Int {
+    mutating func wait(tokens: inout [UInt64], readiness: inout [UInt32], timeout: Int32) -> Int {
         Int(hapi_epoll_wait(fd, &tokens, &readiness, Int32(min(tokens.count, readiness.count)), timeout))
     }
 
