@@ -13,7 +13,7 @@ BUILD_PACKAGES := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev 
 # Firefox ESR, the browser of the Web Push test, with python3-websockets and python3-cryptography for
 # the push service it is pointed at (scripts/firefox-push-service.py).
 TEST_PACKAGES := $(BUILD_PACKAGES) postgresql redis-server redis-tools nghttp2-server openssl caddy curl systemd tinyproxy socat firefox-esr python3 python3-websockets python3-cryptography
-BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time
+BENCH_PACKAGES := $(TEST_PACKAGES) nghttp2-client time wrk
 
 .PHONY: deps build test test-portable test-sanitize demo bench soak fuzz deploy-check clean
 
@@ -31,6 +31,7 @@ test:
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)
 	@SWIFT="$(SWIFT)" scripts/check-embedding-without-postgres.sh
 	$(SWIFT) build --build-tests $(STRICT)
+	@python3 scripts/public-api.py --check "$$($(SWIFT) build --show-bin-path)"
 	$(SWIFT) test --skip-build --no-parallel
 
 # The portable path on Linux: -DHAPI_PUSH_PORTABLE makes the build take the branches other
@@ -58,12 +59,17 @@ demo: deps
 	@$(SWIFT) build -q --product hapi-push-demo
 	@"$$($(SWIFT) build --show-bin-path)/hapi-push-demo"
 
+# SECTIONS picks hapi-push-bench's sections; `official-relay` is scripts/official-relay/bench.py, our
+# relay next to the official one (HAPI_GIT, JOSE_GIT and BUN name its source and runtime; without
+# them ours runs alone and the output says so).
+BENCH_SWIFT_SECTIONS := $(filter-out official-relay,$(SECTIONS))
 bench:
 	@scripts/ensure-deps.sh $(BENCH_PACKAGES)
 	$(SWIFT) build -q -c release --product hapi-push-bench
 	$(SWIFT) build -q -c release --product hapi-push
 	$(SWIFT) build -q -c release --product hapi-push-relay
-	@"$$($(SWIFT) build -c release --show-bin-path)/hapi-push-bench" $(SECTIONS)
+	@if [ -z "$(SECTIONS)" ] || [ -n "$(BENCH_SWIFT_SECTIONS)" ]; then "$$($(SWIFT) build -c release --show-bin-path)/hapi-push-bench" $(BENCH_SWIFT_SECTIONS); fi
+	@if [ -z "$(SECTIONS)" ] || [ -n "$(filter official-relay,$(SECTIONS))" ]; then python3 scripts/official-relay/bench.py "$$($(SWIFT) build -c release --show-bin-path)/hapi-push-relay"; fi
 
 # 500,000 device-sends (5,000 rounds x 100 devices) against the loopback stand-ins with injected
 # faults; fails on unbounded memory or descriptor growth or a lost registration.

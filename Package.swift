@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "PushEnvelope", dependencies: ["PushCore", "CHapiOpenSSL", "PushSync"], swiftSettings: strictSettings),
         // Registrations and their stores. No network.
         .target(
-            name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
+            name: "DeviceRegistry", dependencies: ["PushEnvelope", "PushProviders", "PushSync", "CHapiSQLite", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // The registry on PostgreSQL (libpq), for hubs of several processes or hosts.
         .target(

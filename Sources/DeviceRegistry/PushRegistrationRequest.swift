@@ -1,4 +1,5 @@
 public import PushEnvelope
+import PushProviders
 
 /// A registration that passed validation: exactly what the hub accepts, normalized (iOS tokens
 /// lowercase, keys canonical, wear keys dropped).
@@ -40,8 +41,6 @@ public struct PushRegistrationRequest: Sendable, Equatable {
 /// JavaScript hub would accept, in the same shape.
 enum RegistrationValidation {
     static let maximumDeviceIdLength = 128
-    static let minimumAPNsTokenLength = 16
-    static let maximumAPNsTokenLength = 512
     static let maximumFCMTokenBytes = 4096
 
     static let iosKeyMessage = #"platform "ios" requires pushKey: base64 of exactly 32 bytes"#
@@ -171,19 +170,18 @@ enum RegistrationValidation {
         let bytes = Array(text.utf8)
         switch platform {
         case .ios:
-            guard bytes.allSatisfy({ isHexDigit($0) }) else {
+            // The provider layer's one APNs token rule; the messages name what broke it.
+            switch APNsDeviceToken.flaw(text) {
+            case nil:
+                return text.lowercased()
+            case .notHex?:
                 issues.add("token", #"platform "ios" requires token: the hex APNs device token (0-9, a-f), found a non-hex character"#)
-                return nil
+            case .oddLength(let count)?:
+                issues.add("token", #"platform "ios" requires token: an even number of hex digits, got \#(count)"#)
+            case .outOfRange(let count)?:
+                issues.add("token", #"platform "ios" requires token: \#(APNsDeviceToken.minimumDigits)-\#(APNsDeviceToken.maximumDigits) hex digits, got \#(count)"#)
             }
-            guard bytes.count % 2 == 0 else {
-                issues.add("token", #"platform "ios" requires token: an even number of hex digits, got \#(bytes.count)"#)
-                return nil
-            }
-            guard bytes.count >= minimumAPNsTokenLength, bytes.count <= maximumAPNsTokenLength else {
-                issues.add("token", #"platform "ios" requires token: 16-512 hex digits, got \#(bytes.count)"#)
-                return nil
-            }
-            return text.lowercased()
+            return nil
         case .phone, .wear:
             guard bytes.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
                 issues.add("token", "FCM token must be printable ASCII without spaces or control characters")
@@ -195,10 +193,6 @@ enum RegistrationValidation {
             }
             return text
         }
-    }
-
-    static func isHexDigit(_ c: UInt8) -> Bool {
-        (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
     }
 }
 

@@ -4,8 +4,8 @@ import PushEnvelope
 /// headers) and the reading of Apple's answers. The hub's `APNsTransport` and the relay's
 /// forwarder both send what `request` builds and decide on what `parse` reads.
 package enum APNsProvider: ProviderAnswerParser {
-    /// One push. `priority` is 10 (now) or 5 (power-friendly); `collapseId` is sent when given
-    /// (the hub always gives one, cut by `collapseId(_:)`; the relay only when the hub sent one).
+    /// One push. `priority` is 10 (now) or 5 (power-friendly); `collapseId` is sent when given,
+    /// cut by `APNsCollapseId.cut` (the hub always gives one; the relay only when the hub sent one).
     package static func request(token: String, envelope: String, topic: String, jwt: String, priority: Int, collapseId: String?) -> ProviderRequest {
         var headers: [ProviderRequest.Header] = [
             .init("authorization", "bearer " + jwt),
@@ -14,7 +14,7 @@ package enum APNsProvider: ProviderAnswerParser {
             .init("apns-priority", String(priority)),
             .init("apns-expiration", "0"),
         ]
-        if let collapseId { headers.append(.init("apns-collapse-id", collapseId)) }
+        if let collapseId { headers.append(.init("apns-collapse-id", APNsCollapseId.cut(collapseId))) }
         headers.append(.init("content-type", "application/json"))
         return ProviderRequest(path: "/3/device/" + ProviderText.pathSegment(token), headers: headers, body: body(envelope: envelope))
     }
@@ -30,25 +30,6 @@ package enum APNsProvider: ProviderAnswerParser {
         out.append(UInt8(ascii: "}"))
         out.append(UInt8(ascii: "}"))
         return out
-    }
-
-    /// At most 64 UTF-8 bytes (Apple's limit), cut only between characters.
-    package static func collapseId(_ value: String) -> String {
-        guard value.utf8.count > 64 else { return value }
-        var result = ""
-        var bytes = 0
-        for character in value {
-            let size = character.utf8.count
-            if bytes + size > 64 { break }
-            result.append(character)
-            bytes += size
-        }
-        return result
-    }
-
-    /// A device token APNs could accept: hex digits only (anything else would change the path).
-    package static func isWellFormedToken(_ token: String) -> Bool {
-        !token.isEmpty && token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }
     }
 
     /// 2xx → accepted. 410 `Unregistered` or `ExpiredToken` and 400 `BadDeviceToken` → the

@@ -31,7 +31,8 @@ public struct PushDeliveryReason: RawRepresentable, Sendable, Hashable, Expressi
     public static let oauth = PushDeliveryReason(rawValue: "oauth")
     /// The endpoint failed to connect recently: sends fail fast until its backoff window ends.
     public static let endpointBackoff = PushDeliveryReason(rawValue: "endpoint_backoff")
-    /// An APNs token that is not 64 hex digits, refused without a request.
+    /// An APNs token that breaks `APNsDeviceToken`'s rule (an even number of hex digits, 16 to
+    /// 512), refused without a request.
     public static let badDeviceTokenFormat = PushDeliveryReason(rawValue: "BadDeviceToken_format")
     /// A delivery handed to a transport that cannot carry it (a bug of the caller).
     public static let relayRequiresEnvelope = PushDeliveryReason(rawValue: "relay_requires_envelope")

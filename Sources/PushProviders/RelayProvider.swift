@@ -9,6 +9,10 @@ package enum RelayProvider: ProviderAnswerParser {
     }
 
     package static let path = "/v1/push"
+    /// The largest envelope (base64 characters) the relay accepts; over it the relay answers
+    /// 413 `too_large` and the hub does not send. The relay contract's name for the envelope's
+    /// own cap, so the hub's relay client and the relay server read one number.
+    package static let maximumEnvelopeBytes = PushEnvelopeCipher.maximumEnvelopeLength
     package static let headers: [ProviderRequest.Header] = [.init("content-type", "application/json")]
 
     /// One push. iOS carries the collapse id (cut to APNs' 64 bytes); Android does not.
@@ -32,7 +36,7 @@ package enum RelayProvider: ProviderAnswerParser {
         CanonicalJSON.writeString(envelope, into: &out)
         if platform == .ios {
             out.append(contentsOf: #","collapseId":"#.utf8)
-            CanonicalJSON.writeString(APNsProvider.collapseId(collapseId), into: &out)
+            CanonicalJSON.writeString(APNsCollapseId.cut(collapseId), into: &out)
         }
         out.append(contentsOf: #","priority":"#.utf8)
         out.append(contentsOf: String(priority).utf8)

@@ -22,7 +22,9 @@ final class MicroHTTPDaemon: Sendable {
         /// Polling threads; 1 runs one thread without a pool.
         var threads: Int
         var connectionLimit: Int
-        /// Connections at once from one peer address; 0 for no limit.
+        /// Connections at once from one peer address; 0 for no limit. With deadlines, a new
+        /// connection past the limit closes the address's oldest incomplete one instead of
+        /// being refused (`RelayConnectionGuard`).
         var connectionsPerAddress: Int = 0
         /// Request line and headers within this many seconds of the request's first byte, the
         /// body within this many after the headers; 0 for no deadline (the inactivity timeout
@@ -99,7 +101,9 @@ final class MicroHTTPDaemon: Sendable {
         if settings.requestDeadlineSeconds > 0 {
             let deadline = Int64(settings.requestDeadlineSeconds) * 1000
             connectionGuard = RelayConnectionGuard(
-                settings: .init(connectionLimit: settings.connectionLimit, headDeadlineMilliseconds: deadline, bodyDeadlineMilliseconds: deadline))
+                settings: .init(
+                    connectionLimit: settings.connectionLimit, headDeadlineMilliseconds: deadline, bodyDeadlineMilliseconds: deadline,
+                    connectionsPerAddress: max(0, settings.connectionsPerAddress)))
         }
         do {
             try connectionGuard?.start()
@@ -118,7 +122,8 @@ final class MicroHTTPDaemon: Sendable {
             config.connection_limit = UInt32(clamping: settings.connectionLimit)
             config.connection_timeout = UInt32(clamping: settings.connectionTimeoutSeconds)
             config.memory_limit = max(4096, settings.memoryLimitBytes)
-            config.per_ip_limit = UInt32(clamping: max(0, settings.connectionsPerAddress))
+            // With the guard, the per-address limit is its own (it makes room rather than refuse).
+            config.per_ip_limit = connectionGuard != nil ? 0 : UInt32(clamping: max(0, settings.connectionsPerAddress))
             if connectionGuard != nil {
                 config.notify_connection = notifyTrampoline
                 config.notify_connection_cls = context

@@ -238,6 +238,11 @@ public final class PushRelayServer: Sendable {
     /// near the connection limit, since the start.
     public var guardedClosures: (deadline: Int, idle: Int) { api.connectionGuard?.closedCounts ?? (0, 0) }
 
+    /// Connections closed to make room under the per-address limit (`evicted`: ones that had
+    /// not completed their request), and new ones closed because their address had only
+    /// complete or busy connections (`refused`), since the start.
+    public var addressClosures: (evicted: Int, refused: Int) { api.connectionGuard?.addressCounts ?? (0, 0) }
+
     /// The Prometheus text of the counters right now (what `/metrics` serves).
     public var metricsText: String { service.metrics.render() }
 

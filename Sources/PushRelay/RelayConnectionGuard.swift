@@ -9,8 +9,15 @@ import Darwin
 import PushSync
 
 /// What libmicrohttpd does not do by itself against slow and greedy clients: a deadline for a
-/// whole request (not only for silence), and room for a fresh connection when the connection
-/// limit is reached.
+/// whole request (not only for silence), room for a fresh connection when the connection
+/// limit is reached, and a per-address limit that makes room instead of refusing.
+///
+/// The per-address limit (libmicrohttpd's own is off when this guard runs): when a new
+/// connection takes its address past the limit, the address's connection whose current request
+/// began longest ago and is still incomplete — one that has never completed a request, or is
+/// in the middle of a request's head or body — is closed to make room. Connections being
+/// answered, and idle ones that have completed a request, are never closed for it: when those
+/// are all the address has, the new connection is closed instead (refused, as before).
 ///
 /// libmicrohttpd reports each connection's start and end (`MHD_OPTION_NOTIFY_CONNECTION`) and
 /// each request's head, end of body and completion (the access handler and the completion
@@ -29,6 +36,8 @@ final class RelayConnectionGuard: Sendable {
         var bodyDeadlineMilliseconds: Int64
         /// How often the sweep looks.
         var sweepMilliseconds: Int64 = 250
+        /// Connections at once from one peer address; 0 for no limit.
+        var connectionsPerAddress: Int = 0
     }
 
     /// Where a connection is in its current request.
@@ -47,6 +56,8 @@ final class RelayConnectionGuard: Sendable {
 
     private struct Record {
         let socket: Int32
+        /// The peer address as text ("" when unknown: no per-address limit applies).
+        let address: String
         var phase: Phase
         /// When the phase began (monotonic milliseconds).
         var since: Int64
@@ -54,6 +65,17 @@ final class RelayConnectionGuard: Sendable {
         var mark: Int64 = 0
         /// Orders phases begun in the same millisecond: the oldest idle is closed first.
         var serial: UInt64 = 0
+        /// A request on this connection has been answered (or ended) at least once.
+        var served = false
+
+        /// Whether the per-address limit may close it: its current request is incomplete.
+        var evictable: Bool {
+            switch phase {
+            case .head, .body: true
+            case .waiting: !served
+            case .answering, .closing: false
+            }
+        }
     }
 
     private struct State {
@@ -65,6 +87,10 @@ final class RelayConnectionGuard: Sendable {
         var stopped = false
         var deadlineClosed = 0
         var idleClosed = 0
+        /// Open connections by peer address (only with a per-address limit).
+        var byAddress: [String: [UInt]] = [:]
+        var addressEvicted = 0
+        var addressRefused = 0
     }
 
     let settings: Settings
@@ -77,24 +103,69 @@ final class RelayConnectionGuard: Sendable {
         headroom = max(1, min(settings.connectionLimit / 20, 1000))
     }
 
-    /// The sweep thread, kept so that it is detached (never leaked) when the guard goes.
+    /// The sweep thread, joined by `stop()`.
     private let sweeper = Locked<PushThread?>(nil)
+    /// A pipe whose write end `stop()` closes, which wakes the sweep thread from its wait at
+    /// once; -1s when the system gave none (the thread then ends at its next sweep).
+    private let wake = Locked<(read: Int32, write: Int32)>((-1, -1))
 
-    /// Starts the sweep thread; it ends at its first sweep after `stop()`.
+    /// Starts the sweep thread; it ends when `stop()` is called.
     func start() throws(PushThreadError) {
-        let thread = try PushThread.start(name: "hapi-relay-guard") { [self] in
-            while true {
-                usleep(useconds_t(clamping: settings.sweepMilliseconds * 1000))
-                if !sweep(now: Self.now()) { return }
+        var fds: [Int32] = [-1, -1]
+        let piped = pipe(&fds) == 0
+        if piped { for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) } }
+        let readEnd: Int32 = piped ? fds[0] : -1
+        if piped { wake.withLock { $0 = (fds[0], fds[1]) } }
+        let interval = Int32(clamping: settings.sweepMilliseconds)
+        let thread: PushThread
+        do {
+            thread = try PushThread.start(name: "hapi-relay-guard") { [self] in
+                var wait = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+                while true {
+                    // The pipe reads as ready (end of file) once stop() closes its write end.
+                    if readEnd >= 0 { wait.revents = 0; _ = poll(&wait, 1, interval) } else { _ = poll(nil, 0, interval) }
+                    if !sweep(now: Self.now()) { return }
+                }
             }
+        } catch {
+            closeWake()
+            throw error
         }
         sweeper.withLock { $0 = thread }
     }
 
-    func stop() { state.withLock { $0.stopped = true } }
+    /// Stops the sweep thread and returns once it has been joined. Blocks (at most one sweep):
+    /// call it off the concurrency pool. Idempotent.
+    func stop() {
+        state.withLock { $0.stopped = true }
+        let writeEnd = wake.withLock { wake -> Int32 in
+            defer { wake.write = -1 }
+            return wake.write
+        }
+        if writeEnd >= 0 { closeDescriptor(writeEnd) }
+        // Kept (joining twice returns at once), so `sweeperRunning` can tell it has ended.
+        sweeper.withLock { $0 }?.join()
+        closeWake()
+    }
+
+    private func closeWake() {
+        let ends = wake.withLock { wake -> (Int32, Int32) in
+            defer { wake = (-1, -1) }
+            return wake
+        }
+        if ends.0 >= 0 { closeDescriptor(ends.0) }
+        if ends.1 >= 0 { closeDescriptor(ends.1) }
+    }
+
+    /// Whether a sweep thread is running (started and not yet joined by `stop()`).
+    var sweeperRunning: Bool { sweeper.withLock { $0.map { !$0.hasEnded } ?? false } }
 
     /// Connections closed for missing a deadline, and idle ones closed to make room.
     var closedCounts: (deadline: Int, idle: Int) { state.withLock { ($0.deadlineClosed, $0.idleClosed) } }
+
+    /// Connections closed to make room under the per-address limit (`evicted`), and new ones
+    /// closed because their address had only complete or busy connections (`refused`).
+    var addressCounts: (evicted: Int, refused: Int) { state.withLock { ($0.addressEvicted, $0.addressRefused) } }
 
     var openConnections: Int { state.withLock { $0.records.count } }
 
@@ -104,9 +175,15 @@ final class RelayConnectionGuard: Sendable {
         let socket = hapi_mhd_connection_fd(connection)
         let key = Self.key(connection)
         let now = Self.now()
+        let perAddress = settings.connectionsPerAddress
+        let address = perAddress > 0 ? Self.clientAddress(connection) : ""
         state.withLock { state in
             state.serial += 1
-            state.records[key] = Record(socket: socket, phase: .waiting, since: now, serial: state.serial)
+            state.records[key] = Record(socket: socket, address: address, phase: .waiting, since: now, serial: state.serial)
+            if !address.isEmpty {
+                state.byAddress[address, default: []].append(key)
+                if !makeRoom(for: key, address: address, limit: perAddress, &state) { return }
+            }
             let open = state.records.count
             guard open > settings.connectionLimit - headroom else { return }
             // Close the oldest idle connections, down to twice the headroom free, so this
@@ -123,9 +200,40 @@ final class RelayConnectionGuard: Sendable {
         }
     }
 
+    /// The per-address limit for a connection just recorded. Returns false when the new
+    /// connection itself was closed (its address had nothing it may close).
+    private func makeRoom(for key: UInt, address: String, limit: Int, _ state: inout State) -> Bool {
+        guard let keys = state.byAddress[address], keys.count > limit else { return true }
+        var live = 0
+        var oldest: (key: UInt, since: Int64, serial: UInt64)?
+        for other in keys {
+            guard let record = state.records[other], record.phase != .closing else { continue }
+            live += 1
+            guard other != key, record.evictable else { continue }
+            if let current = oldest, (current.since, current.serial) <= (record.since, record.serial) { continue }
+            oldest = (other, record.since, record.serial)
+        }
+        guard live > limit else { return true }
+        guard let oldest, let record = state.records[oldest.key] else {
+            if let record = state.records[key] { shutdown(record.socket, Int32(SHUT_RDWR)) }
+            state.records[key]?.phase = .closing
+            state.addressRefused += 1
+            return false
+        }
+        shutdown(record.socket, Int32(SHUT_RDWR))
+        state.records[oldest.key]?.phase = .closing
+        state.addressEvicted += 1
+        return true
+    }
+
     func connectionClosed(_ connection: OpaquePointer) {
         let key = Self.key(connection)
-        state.withLock { _ = $0.records.removeValue(forKey: key) }
+        state.withLock { state in
+            guard let record = state.records.removeValue(forKey: key), !record.address.isEmpty else { return }
+            guard var keys = state.byAddress[record.address] else { return }
+            keys.removeAll { $0 == key }
+            state.byAddress[record.address] = keys.isEmpty ? nil : keys
+        }
     }
 
     /// The request's head is complete; its body (if any) is next.
@@ -143,9 +251,14 @@ final class RelayConnectionGuard: Sendable {
         // On the connection's own thread: its socket is open; ask the kernel before the lock.
         let mark = markBytes ? max(0, hapi_tcp_bytes_received(hapi_mhd_connection_fd(connection))) : 0
         state.withLock { state in
-            guard let record = state.records[key], record.phase != .closing, record.phase != phase else { return }
+            guard var record = state.records[key], record.phase != .closing, record.phase != phase else { return }
             state.serial += 1
-            state.records[key] = Record(socket: record.socket, phase: phase, since: now, mark: mark, serial: state.serial)
+            record.phase = phase
+            record.since = now
+            record.mark = mark
+            record.serial = state.serial
+            if markBytes { record.served = true }
+            state.records[key] = record
         }
     }
 
@@ -177,8 +290,11 @@ final class RelayConnectionGuard: Sendable {
             let previous = state.lastProbe
             if state.passes % 2 == 0 { state.lastProbe = now }
             for entry in started {
-                guard let record = state.records[entry.key], record.serial == entry.serial, record.phase == .waiting else { continue }
-                state.records[entry.key] = Record(socket: record.socket, phase: .head, since: max(record.since, previous), serial: record.serial)
+                guard var record = state.records[entry.key], record.serial == entry.serial, record.phase == .waiting else { continue }
+                record.phase = .head
+                record.since = max(record.since, previous)
+                record.mark = 0
+                state.records[entry.key] = record
             }
             for (key, record) in state.records {
                 switch record.phase {
@@ -200,8 +316,18 @@ final class RelayConnectionGuard: Sendable {
         state.deadlineClosed += 1
     }
 
+    /// The peer's address as text ("" when unknown).
+    static func clientAddress(_ connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard hapi_mhd_client_address(connection, &buffer, buffer.count) else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     private static func key(_ connection: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection))) }
 
     /// CLOCK_MONOTONIC in milliseconds.
     static func now() -> Int64 { hapi_monotonic_ms() }
 }
+
+/// `close(2)`, named apart from the guard's own `close` of a connection.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushProviders
 
 /// A valid `POST /v1/push` body: what the relay forwards. Built only by `validate`, so nothing
 /// invalid can reach a provider.
@@ -8,14 +9,14 @@ struct RelayPush: Sendable, Equatable {
         case android
     }
 
-    static let maximumEnvelopeBytes = 3200
-    static let maximumCollapseIdBytes = 64
+    /// The relay contract's cap (`RelayProvider.maximumEnvelopeBytes`), shared with the hub's client.
+    static let maximumEnvelopeBytes = RelayProvider.maximumEnvelopeBytes
 
     let platform: Platform
     /// iOS: lowercase hex; Android: as sent (case-sensitive).
     let token: String
     let envelope: String
-    /// iOS only, cut to 64 bytes; nil when absent or empty (no `apns-collapse-id` is sent).
+    /// iOS only, cut by `APNsCollapseId.cut` (64 bytes); nil when absent or empty (no `apns-collapse-id` is sent).
     let collapseId: String?
     /// 5 or 10.
     let priority: Int
@@ -61,11 +62,8 @@ struct RelayPush: Sendable, Equatable {
         else {
             return .invalid(.badRequest("token must be a non-empty device token of printable ASCII, at most 4096 bytes"))
         }
-        if platform == .ios {
-            let count = rawToken.utf8.count
-            guard count >= 16, count <= 512, count % 2 == 0, rawToken.utf8.allSatisfy(isHexDigit) else {
-                return .invalid(.badRequest("an iOS token must be an even number of hex digits, 16 to 512"))
-            }
+        if platform == .ios, !APNsDeviceToken.isWellFormed(rawToken) {
+            return .invalid(.badRequest("an iOS token must be an even number of hex digits, \(APNsDeviceToken.minimumDigits) to \(APNsDeviceToken.maximumDigits)"))
         }
 
         guard case .string(let envelope)? = object["envelope"], !envelope.isEmpty else {
@@ -87,7 +85,7 @@ struct RelayPush: Sendable, Equatable {
                 guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                     return .invalid(.badRequest("collapseId must not contain control characters"))
                 }
-                let cut = truncated(value, toUTF8Bytes: maximumCollapseIdBytes)
+                let cut = APNsCollapseId.cut(value)
                 collapseId = cut.isEmpty ? nil : cut
             }
         default:
@@ -106,20 +104,6 @@ struct RelayPush: Sendable, Equatable {
         return .valid(RelayPush(platform: platform, token: token, envelope: envelope, collapseId: collapseId, priority: priority))
     }
 
-    /// At most `limit` UTF-8 bytes, cut only between code points.
-    static func truncated(_ value: String, toUTF8Bytes limit: Int) -> String {
-        guard value.utf8.count > limit else { return value }
-        var scalars = String.UnicodeScalarView()
-        var bytes = 0
-        for scalar in value.unicodeScalars {
-            let size = UTF8.width(scalar)
-            if bytes + size > limit { break }
-            scalars.append(scalar)
-            bytes += size
-        }
-        return String(scalars)
-    }
-
     /// `[A-Za-z0-9+/]+={0,2}` with a length that is a multiple of 4, as the official relay checks.
     static func isStandardBase64(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
@@ -136,9 +120,5 @@ struct RelayPush: Sendable, Equatable {
                 return false
             }
         }
-    }
-
-    static func isHexDigit(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66) || (byte >= 0x41 && byte <= 0x46)
     }
 }

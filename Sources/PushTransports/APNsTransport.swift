@@ -77,8 +77,8 @@ package struct APNsTransport: PushTransport {
     func prepare(_ delivery: PushDelivery, jwt: String) -> ProviderCall.Prepared {
         guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused(.apnsRequiresEnvelope)) }
         guard delivery.target == .ios else { return .refuse(.refused(.apnsRequiresIOSToken)) }
-        // Hex only: anything else would change the request path.
-        guard APNsProvider.isWellFormedToken(delivery.token) else { return .refuse(.refused(.badDeviceTokenFormat)) }
+        // The provider layer's token rule: anything else would change the request path.
+        guard APNsDeviceToken.isWellFormed(delivery.token) else { return .refuse(.refused(.badDeviceTokenFormat)) }
         return .send(request(delivery, envelope: envelope, jwt: jwt))
     }
 
@@ -86,7 +86,7 @@ package struct APNsTransport: PushTransport {
         HTTPRequest(
             APNsProvider.request(
                 token: delivery.token, envelope: envelope, topic: bundleId, jwt: jwt, priority: delivery.priority.rawValue,
-                collapseId: APNsProvider.collapseId(delivery.collapseId)), endpoint: endpoint)
+                collapseId: delivery.collapseId), endpoint: endpoint)
     }
 
     @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {

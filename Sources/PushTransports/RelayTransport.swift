@@ -52,7 +52,7 @@ package struct RelayTransport: PushTransport {
             return .refuse(.refused(.relayRequiresEnvelope))
         }
         // The relay refuses larger envelopes with 413; refusing here saves the round trip.
-        guard envelope.utf8.count <= PushEnvelopeCipher.maximumEnvelopeLength else { return .refuse(.refused(.tooLarge)) }
+        guard envelope.utf8.count <= RelayProvider.maximumEnvelopeBytes else { return .refuse(.refused(.tooLarge)) }
         let platform: RelayProvider.Platform
         switch delivery.target {
         case .ios: platform = .ios

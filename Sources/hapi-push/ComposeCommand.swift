@@ -14,7 +14,7 @@ enum ComposeCommand {
            "messages":[{"id","seq","localId","createdAt","content"},…],   (stored rows, oldest first; ready reads the last 20)
            "content":{…}}                                                    (a message-received content, for task)
         and prints, on one line, the canonical plaintext payload that would be sealed for an iOS device
-        (after the 3200-byte ladder), or null when the hub would send nothing: an inactive session, a task
+        (after the \(PushEnvelopeCipher.maximumEnvelopeLength)-byte ladder), or null when the hub would send nothing: an inactive session, a task
         event whose content holds no task notification, a permission or input event with no pending request.
         permission and input both mean "the permission debounce fired": the first pending request is
         composed, as an input-request when it is a question tool.

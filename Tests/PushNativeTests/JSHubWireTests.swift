@@ -97,7 +97,7 @@ import PushEnvelope
             ("permission-request-3f2a9c1e-0b5d-4f7a-9e21-6c8d0a1b2c3d", "permission-request-3f2a9c1e-0b5d-4f7a-9e21-6c8d0a1b2c3d"),
         ])
     func collapseId(_ id: String, _ cut: String) {
-        #expect(APNsProvider.collapseId(id) == cut)
+        #expect(APNsCollapseId.cut(id) == cut)
     }
 
     @Test("§6.4 no cap in JavaScript; the contract's ladder here (SPEC WINS)") func sizeLadder() throws {

@@ -55,6 +55,42 @@ import Testing
         #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
     }
 
+    /// Issue 27: each provider rule is written once. The APNs token rule's bound (512 digits)
+    /// and the relay's envelope cap (3200 bytes) appear as numbers only where they are defined
+    /// (the cap is the envelope's public constant, which the relay contract's
+    /// `RelayProvider.maximumEnvelopeBytes` names), and no other module declares its own token
+    /// rule or collapse-id cut.
+    static let ruleLiterals: [(word: String, definedIn: Set<String>)] = [
+        ("512", ["PushProviders/APNsDeviceToken.swift"]), ("3200", ["PushEnvelope/PushEnvelopeCipher.swift"]),
+    ]
+    static let ruleCopies = ["maximumAPNsTokenLength", "minimumAPNsTokenLength", "maximumCollapseIdBytes", "isWellFormedToken", "toUTF8Bytes"]
+
+    @Test func eachProviderRuleIsWrittenOnce() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources")
+        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter {
+            !Self.exempt.contains($0) || $0 == "PushProviders"
+        }
+        var findings: [String] = []
+        for module in modules.sorted() {
+            let directory = sources.appendingPathComponent(module)
+            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let code = Self.withoutComment(String(line))
+                    for (word, home) in Self.ruleLiterals where !home.contains("\(module)/\(file)") && Self.containsWord(code, word) {
+                        findings.append("\(module)/\(file):\(number + 1) writes \(word)")
+                    }
+                    for word in Self.ruleCopies where module != "PushProviders" && Self.containsWord(code, word) {
+                        findings.append("\(module)/\(file):\(number + 1) names \(word)")
+                    }
+                }
+            }
+        }
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
     /// The code of a line: a whole-line comment is dropped, and a trailing ` // …`.
     static func withoutComment(_ line: String) -> String {
         let trimmed = line.drop { $0 == " " || $0 == "\t" }

@@ -113,17 +113,23 @@ import Testing
         for bad in ["", "A", "AAA", "A===", "====", "AB!=", "ab-_", "AA=A", " AAA", "AAAA\n"] { #expect(!RelayPush.isStandardBase64(bad), "\(bad)") }
     }
 
-    @Test func collapseIdIsCutAt64BytesBetweenCodePoints() {
-        #expect(RelayPush.truncated("session-42", toUTF8Bytes: 64) == "session-42")
-        let ascii = String(repeating: "x", count: 80)
-        #expect(RelayPush.truncated(ascii, toUTF8Bytes: 64) == String(repeating: "x", count: 64))
-        // 2-byte é: 6 + 29 × 2 = 64.
-        #expect(RelayPush.truncated("ready-" + String(repeating: "é", count: 40), toUTF8Bytes: 64) == "ready-" + String(repeating: "é", count: 29))
-        // 4-byte emoji: never half of one.
-        #expect(RelayPush.truncated("ready-" + String(repeating: "😀", count: 20), toUTF8Bytes: 64) == "ready-" + String(repeating: "😀", count: 14))
-        // A combining accent is its own code point: the cut may fall between it and its letter.
-        let combining = String(repeating: "a", count: 63) + "e\u{301}"
-        #expect(RelayPush.truncated(combining, toUTF8Bytes: 64).unicodeScalars.count == 64)
+    /// The relay cuts with the provider layer's one cut (APNsRulesTests has its edge cases).
+    @Test func collapseIdIsCutByTheProviderLayersCut() {
+        let id = "ready-" + String(repeating: "😀", count: 20)
+        let body = #"{"platform":"ios","token":"\#(mixedCaseToken)","envelope":"QUJDRA==","collapseId":"\#(id)"}"#
+        guard case .valid(let push) = RelayPush.validate(Array(body.utf8)) else {
+            Issue.record("a valid body was refused")
+            return
+        }
+        #expect(push.collapseId == "ready-" + String(repeating: "😀", count: 14))
+    }
+
+    /// The token rule is the provider layer's: 16 and 512 digits pass, 14, 514 and odd lengths do not.
+    @Test(arguments: [(16, true), (512, true), (14, false), (15, false), (17, false), (513, false), (514, false)])
+    func iosTokenLengthsFollowTheProviderRule(_ digits: Int, _ valid: Bool) {
+        let token = String(String(repeating: "0123456789ABCDEF", count: 33).prefix(digits))
+        let body = #"{"platform":"ios","token":"\#(token)","envelope":"QUJDRA=="}"#
+        if case .valid = RelayPush.validate(Array(body.utf8)) { #expect(valid) } else { #expect(!valid) }
     }
 
     @Test func deviceKeysArePlatformScoped() {

@@ -5,7 +5,9 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushCore
 import PushHTTP
+import PushLoopbackServer
 import PushSync
 import PushTestSupport
 import Testing
@@ -67,13 +69,13 @@ import Testing
         #expect(closures.deadline == 2)
     }
 
-    @Test func oneAddressHoldsAtMostItsLimitOfConnections() async throws {
+    @Test func anAddressWithOnlyCompleteConnectionsIsCappedAtItsLimit() async throws {
         let relay = try RelayFixture { $0.server.connectionsPerAddress = 8 }
         let port = relay.server.port
-        let (open, sameAddress, otherAddress, afterwards) = try await PushThread.run(name: "relay-test") { () -> (Int, Int?, Int?, Int?) in
-            let sockets = (0..<20).compactMap { _ in TestSocket.connect(port: port, source: "127.0.0.2") }
-            usleep(500_000)
-            let open = sockets.filter { !TestSocket.isClosed($0) }.count
+        let (served, sameAddress, otherAddress, afterwards) = try await PushThread.run(name: "relay-test") { () -> ([Int?], Int?, Int?, Int?) in
+            // Eight kept-alive connections that each completed a request: none may be closed.
+            let sockets = (0..<8).compactMap { _ in TestSocket.connect(port: port, source: "127.0.0.2") }
+            let served = sockets.map { TestSocket.health($0) }
             let sameAddress = TestSocket.connect(port: port, source: "127.0.0.2").flatMap { fd in
                 defer { close(fd) }
                 return TestSocket.health(fd)
@@ -82,19 +84,140 @@ import Testing
                 defer { close(fd) }
                 return TestSocket.health(fd)
             }
+            let stillServed = sockets.map { TestSocket.health($0) }
             sockets.forEach { close($0) }
             usleep(300_000)
             let afterwards = TestSocket.connect(port: port, source: "127.0.0.2").flatMap { fd in
                 defer { close(fd) }
                 return TestSocket.health(fd)
             }
-            return (open, sameAddress, otherAddress, afterwards)
+            return (served + stillServed, sameAddress, otherAddress, afterwards)
         }
+        let closures = relay.server.addressClosures
         await relay.stop()
-        #expect(open == 8)
+        #expect(served.count == 16 && served.allSatisfy { $0 == 200 }, "the complete connections serve on: \(served)")
         #expect(sameAddress == nil, "a ninth connection from the same address is closed")
         #expect(otherAddress == 200)
         #expect(afterwards == 200)
+        #expect(closures.evicted == 0 && closures.refused == 1)
+    }
+
+    @Test func anAddressWithOnlyBusyConnectionsIsCappedAtItsLimit() async throws {
+        let relay = try RelayFixture { $0.server.connectionsPerAddress = 4 }
+        relay.providers.apns.respond { _ in .json("").delayed(milliseconds: 1500) }
+        let port = relay.server.port
+        let body = iosPush().canonicalString
+        let push = "POST /v1/push HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let (statuses, sameAddress) = try await PushThread.run(name: "relay-test") { () -> ([Int?], Int?) in
+            // Four connections whose pushes are being answered (APNs takes 1.5 s).
+            let sockets = (0..<4).compactMap { _ in TestSocket.connect(port: port, source: "127.0.0.4") }
+            sockets.forEach { TestSocket.send($0, push) }
+            usleep(400_000)
+            let sameAddress = TestSocket.connect(port: port, source: "127.0.0.4").flatMap { fd in
+                defer { close(fd) }
+                return TestSocket.health(fd)
+            }
+            let statuses = sockets.map { TestSocket.status($0) }
+            sockets.forEach { close($0) }
+            return (statuses, sameAddress)
+        }
+        let closures = relay.server.addressClosures
+        await relay.stop()
+        #expect(statuses == [200, 200, 200, 200], "the busy connections are answered")
+        #expect(sameAddress == nil, "a fifth connection from the same address is closed")
+        #expect(closures.evicted == 0 && closures.refused == 1)
+    }
+
+    /// A slow flood from one address (`flood` connections that each send a request line, then a
+    /// header byte every `dripMilliseconds`), with (`reopen`) or without the attacker reopening what is
+    /// closed at each drip, while a client from the same address sends `requests` health checks,
+    /// every `freshEvery`-th on a fresh connection and the others on the kept-alive one
+    /// (reconnecting when it is closed): the statuses it got (nil: closed without an answer)
+    /// and the connections the attacker opened.
+    static func floodFromOneAddress(
+        port: Int, flood: Int, dripMilliseconds: Int, reopen: Bool, requests: Int, freshEvery: Int
+    ) async throws -> (statuses: [Int?], attackerConnections: Int) {
+        let stop = Locked(false)
+        let opened = Locked(0)
+        let flooding = try await withThrowingTaskGroup(of: Void.self) { group -> [Int?] in
+            group.addTask {
+                try await PushThread.run(name: "relay-flood") {
+                    var sockets: [Int32] = []
+                    func open() {
+                        guard let fd = TestSocket.connect(port: port, source: "127.0.0.2") else { return }
+                        opened.withLock { $0 += 1 }
+                        TestSocket.send(fd, "POST /v1/push HTTP/1.1\r\n")
+                        sockets.append(fd)
+                    }
+                    for _ in 0..<flood { open() }
+                    while !stop.withLock({ $0 }) {
+                        var kept: [Int32] = []
+                        var lost = 0
+                        for fd in sockets {
+                            if TestSocket.isClosed(fd) {
+                                close(fd)
+                                lost += 1
+                            } else {
+                                TestSocket.send(fd, "X")
+                                kept.append(fd)
+                            }
+                        }
+                        sockets = kept
+                        if reopen { for _ in 0..<lost { open() } }
+                        usleep(useconds_t(dripMilliseconds * 1000))
+                    }
+                    sockets.forEach { close($0) }
+                }
+            }
+            // The flood is in place before the client starts.
+            while opened.withLock({ $0 }) < flood { try await Task.sleep(for: .milliseconds(20)) }
+            let statuses = try await PushThread.run(name: "relay-test") { () -> [Int?] in
+                var statuses: [Int?] = []
+                var fd: Int32? = nil
+                for index in 0..<requests {
+                    if index % freshEvery == 0, let open = fd {
+                        close(open)
+                        fd = nil
+                    }
+                    if fd == nil { fd = TestSocket.connect(port: port, source: "127.0.0.2") }
+                    let status = fd.flatMap { TestSocket.health($0) }
+                    statuses.append(status)
+                    if status == nil, let open = fd {
+                        close(open)
+                        fd = nil
+                    }
+                    usleep(10_000)
+                }
+                if let fd { close(fd) }
+                return statuses
+            }
+            stop.withLock { $0 = true }
+            try await group.waitForAll()
+            return statuses
+        }
+        return (flooding, opened.withLock { $0 })
+    }
+
+    @Test func aClientBehindAFloodingAddressIsStillAnswered() async throws {
+        let relay = try RelayFixture { configuration in
+            configuration.server.requestDeadlineSeconds = 30
+            configuration.server.connectionTimeoutSeconds = 60
+        }
+        let port = relay.server.port
+        // The attack (1,100 connections from one address against the default limit of
+        // 64, the attacker reopening what is closed at each drip), at a faster drip: every
+        // request on a fresh connection (as a probe would), then a kept-alive client.
+        for (reopen, freshEvery) in [(false, 1), (true, 1), (true, 25)] {
+            let (statuses, attackerConnections) = try await Self.floodFromOneAddress(
+                port: port, flood: 1100, dripMilliseconds: 500, reopen: reopen, requests: 300, freshEvery: freshEvery)
+            let answered = statuses.filter { $0 == 200 }.count
+            #expect(statuses.count == 300)
+            #expect(answered * 100 >= statuses.count * 99, "reopen \(reopen), fresh every \(freshEvery): \(answered) of \(statuses.count) answered")
+            #expect(attackerConnections >= (reopen ? 2200 : 1100), "the attacker reopened what was closed")
+        }
+        let closures = relay.server.addressClosures
+        await relay.stop()
+        #expect(closures.evicted >= 1036, "the flood's oldest connections made room: \(closures)")
     }
 
     @Test func atTheLimitTheOldestIdleConnectionsMakeRoom() async throws {
@@ -128,6 +251,22 @@ import Testing
         #expect(result.firstClosed, "the oldest idle connection made room")
         #expect(result.lastAgain == 200, "the newest idle connection is kept")
         #expect(closures.idle >= 1)
+    }
+
+    @Test func stopJoinsTheSweepThreadAtOnce() async throws {
+        let connectionGuard = RelayConnectionGuard(
+            settings: .init(connectionLimit: 10, headDeadlineMilliseconds: 1000, bodyDeadlineMilliseconds: 1000, sweepMilliseconds: 5000))
+        try connectionGuard.start()
+        let running = connectionGuard.sweeperRunning
+        let (seconds, after) = try await PushThread.run(name: "relay-test") { () -> (Double, Bool) in
+            let start = RelayConnectionGuard.now()
+            connectionGuard.stop()
+            return (Double(RelayConnectionGuard.now() - start) / 1000, connectionGuard.sweeperRunning)
+        }
+        #expect(running)
+        #expect(!after, "stop() returns once the sweep thread has ended")
+        #expect(seconds < 2, "stop() wakes the sweep thread rather than waiting out its 5 s interval (\(seconds) s)")
+        connectionGuard.stop()
     }
 
     @Test func aChunkedBodyPastTheCapIsAnswered413AndTheConnectionServesOn() async throws {

@@ -79,6 +79,20 @@ enum TestSocket {
         }
     }
 
+    /// The status of the next answer on this connection (its head only), or nil when it closed
+    /// without one.
+    static func status(_ fd: Int32) -> Int? {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).contains("\r\n") {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { return nil }
+            received += buffer[0..<count]
+        }
+        let statusLine = String(decoding: received, as: UTF8.self).prefix { $0 != "\r" }.split(separator: " ")
+        return statusLine.count >= 2 ? Int(statusLine[1]) : nil
+    }
+
     /// Waits (up to `seconds`) until the server closes `fd`; the seconds it took, or nil.
     static func secondsUntilClosed(_ fd: Int32, within seconds: Double) -> Double? {
         let start = RelayConnectionGuard.now()

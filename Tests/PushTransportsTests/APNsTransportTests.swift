@@ -69,15 +69,15 @@ struct APNsFixture {
 
     @Test func collapseIdIsCutAt64BytesBetweenCharacters() {
         let ascii = "permission-request-" + String(repeating: "x", count: 60)
-        #expect(APNsProvider.collapseId(ascii).utf8.count == 64)
-        #expect(APNsProvider.collapseId("ready-s1") == "ready-s1")
+        #expect(APNsCollapseId.cut(ascii).utf8.count == 64)
+        #expect(APNsCollapseId.cut("ready-s1") == "ready-s1")
         let multibyte = "ready-" + String(repeating: "é", count: 40)  // 6 + 80 bytes
-        let cut = APNsProvider.collapseId(multibyte)
+        let cut = APNsCollapseId.cut(multibyte)
         #expect(cut.utf8.count == 64)
         #expect(cut == "ready-" + String(repeating: "é", count: 29))
         let emoji = "ready-" + String(repeating: "😀", count: 20)  // 4-byte characters
-        #expect(APNsProvider.collapseId(emoji) == "ready-" + String(repeating: "😀", count: 14))
-        #expect(APNsProvider.collapseId(emoji).utf8.count == 62)
+        #expect(APNsCollapseId.cut(emoji) == "ready-" + String(repeating: "😀", count: 14))
+        #expect(APNsCollapseId.cut(emoji).utf8.count == 62)
     }
 
     @Test(arguments: [

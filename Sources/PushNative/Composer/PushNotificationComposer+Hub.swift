@@ -48,7 +48,7 @@ extension PushNotificationComposer {
     /// tool; else the JavaScript hub's `permission-request`.
     public static func pendingRequest(for session: PushSession) -> PushNotificationPayload? {
         guard let first = session.pendingRequests.first else { return nil }
-        if case .string(let tool)? = first.request["tool"], isQuestionTool(tool) {
+        if isQuestionRequest(first) {
             let name = session.displayName
             return PushNotificationPayload(
                 type: .inputRequest, sessionId: session.id, sessionName: name, url: session.url, requestId: first.id.isEmpty ? nil : first.id,
@@ -90,8 +90,7 @@ extension PushNotificationComposer {
     /// status, else `Task completed` (success); body `<agent> · <name> · <summary>`.
     public static func taskNotification(for session: PushSession, content: PushJSONValue) -> PushNotificationPayload? {
         guard let task = HubMessageContent.taskNotification(in: content) else { return nil }
-        let status = HubText.trim(task.status ?? "").lowercased()
-        let failed = ["failed", "error", "killed", "aborted"].contains { HubText.same($0, status) }
+        let failed = isFailedTaskStatus(task.status)
         let name = session.displayName
         return PushNotificationPayload(
             type: .taskNotification, sessionId: session.id, sessionName: name, url: session.url, title: failed ? "Task failed" : "Task completed",

@@ -20,7 +20,7 @@ extension PushNotificationComposer {
         // The key as it is, even `""` (the JavaScript hub's Web Push keeps it; only the native
         // payloads drop a falsy one); absent only when no request is pending.
         let requestId = first?.id
-        if let first, case .string(let tool)? = first.request["tool"], isQuestionTool(tool) {
+        if let first, isQuestionRequest(first) {
             let name = session.displayName
             return PushWebPayload(
                 title: "\(session.agentName) needs your input", body: questionBody(arguments: first.request["arguments"], sessionName: name),
@@ -37,8 +37,7 @@ extension PushNotificationComposer {
     /// `Task completed`, `<agent> · <name> · <summary>`, no tag.
     public static func webTaskNotification(for session: PushSession, content: PushJSONValue) -> PushWebPayload? {
         guard let task = HubMessageContent.taskNotification(in: content) else { return nil }
-        let status = HubText.trim(task.status ?? "").lowercased()
-        let failed = ["failed", "error", "killed", "aborted"].contains { HubText.same($0, status) }
+        let failed = isFailedTaskStatus(task.status)
         return PushWebPayload(
             title: failed ? "Task failed" : "Task completed", body: "\(session.agentName) · \(session.displayName) · \(task.summary)", tag: nil,
             type: "task-notification", sessionId: session.id, url: session.url)

@@ -17,6 +17,22 @@ public enum PushNotificationComposer {
         return questionTools.contains(bare)
     }
 
+    /// Whether a pending request is a question tool's call: the one branch both channels take
+    /// (an `input-request` instead of a permission request).
+    static func isQuestionRequest(_ request: (id: String, request: JSONValue)) -> Bool {
+        if case .string(let tool)? = request.request["tool"] { return isQuestionTool(tool) }
+        return false
+    }
+
+    /// The task statuses that make a task notification `Task failed` (trimmed, case-insensitive),
+    /// as the JavaScript hub's list has them; both channels read this one list.
+    static let failedTaskStatuses = ["failed", "error", "killed", "aborted"]
+
+    static func isFailedTaskStatus(_ status: String?) -> Bool {
+        let status = HubText.trim(status ?? "").lowercased()
+        return failedTaskStatuses.contains { HubText.same($0, status) }
+    }
+
     /// The fallback body when a question call cannot be read.
     public static let unreadableQuestionBody = "Open the session to view and answer the question"
 

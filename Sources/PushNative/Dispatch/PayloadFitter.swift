@@ -1,4 +1,5 @@
 package import PushEnvelope
+import PushProviders
 
 /// Fits a payload under a size limit without ever truncating ciphertext, ids or action
 /// identifiers: the full payload, else without `notifySummary`, else the minimal
@@ -8,8 +9,8 @@ package import PushEnvelope
 package enum PayloadFitter {
     package typealias Level = PushPayloadLevel
 
-    /// The encrypted paths (relay, APNs): the envelope's base64 length.
-    package static let envelopeLimit = PushEnvelopeCipher.maximumEnvelopeLength
+    /// The encrypted paths (relay, APNs): the envelope's base64 length, the relay contract's cap.
+    package static let envelopeLimit = RelayProvider.maximumEnvelopeBytes
     /// Direct FCM: the data message limit, measured as the canonical JSON of the data.
     package static let fcmDataLimit = 4096
 
