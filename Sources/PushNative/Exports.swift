@@ -28,6 +28,8 @@
 @_exported public import struct DeviceRegistry.PushRegistrationError
 @_exported public import class DeviceRegistry.SQLitePushDeviceStore
 @_exported public import class DeviceRegistry.InMemoryPushDeviceStore
+// Which store `NativePush.start` opens (`PushConfiguration.registry`): one type in every build.
+@_exported public import struct DeviceRegistry.PushDeviceStoreFactory
 #if PostgreSQL  // the package trait, on by default; off, the hub builds without libpq
 @_exported public import class DeviceRegistryPostgres.PostgresPushDeviceStore
 #endif

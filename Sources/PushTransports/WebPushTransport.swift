@@ -31,15 +31,19 @@ package struct WebPushTransport: Sendable {
     let policy: PushRetryPolicy
     let concurrency: Int
     let recipients = WebPushRecipientCache()
+    /// `hapi_push_requests_in_flight{transport="webpush"}`, when there is a metrics sink.
+    let inFlight: (any PushMeterHandler)?
 
     package init(
-        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64
+        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64,
+        metrics: (any PushMetricsFactory)? = nil
     ) {
         self.client = client
         self.vapid = vapid
         self.previousVAPIDs = previousVAPIDs
         self.policy = retryPolicy
         self.concurrency = concurrency
+        self.inFlight = ProviderCall.inFlightMeter(metrics, transport: .webpush)
     }
 
     /// The public key browsers subscribe with now.
@@ -73,7 +77,8 @@ package struct WebPushTransport: Sendable {
         }
         let frozen = authorizations
         // No shared backoff: one dead push service must not hold back the others.
-        let call = ProviderCall(client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero))
+        let call = ProviderCall(
+            client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero), inFlight: inFlight)
         let batchStart = ContinuousClock.now
         return await PushTransports.window(targets.count, limit: concurrency) { index in
             await self.send(payload, to: targets[index], headers: headers, authorizations: frozen, call: call, batchStart: batchStart)

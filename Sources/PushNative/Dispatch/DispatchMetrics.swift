@@ -21,9 +21,14 @@ struct DispatchMetrics: Sendable {
     init(_ factory: (any PushMetricsFactory)?) { self.factory = factory }
 
     func delivered(_ delivery: PushDispatchReport.Delivery, sent: Bool, latency: Duration) {
+        delivered(transport: delivery.transport, outcome: delivery.outcome, reason: delivery.reason, sent: sent, latency: latency)
+    }
+
+    /// One delivery of any channel (the native ones and Web Push): counted by transport,
+    /// outcome and reason; timed per transport when a request was made (`sent`).
+    func delivered(transport: PushTransportName, outcome: PushDeliveryOutcome, reason: PushDeliveryReason?, sent: Bool, latency: Duration) {
         guard let factory else { return }
-        let transport = delivery.transport
-        let labels = [transport.rawValue, delivery.outcome.rawValue, delivery.reason?.rawValue ?? "none"]
+        let labels = [transport.rawValue, outcome.rawValue, reason?.rawValue ?? "none"]
         let (counter, timer) = handlers.withLock { handlers -> (any PushCounterHandler, (any PushTimerHandler)?) in
             let counter =
                 handlers.counters[labels]

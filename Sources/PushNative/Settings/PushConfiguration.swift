@@ -1,7 +1,4 @@
 public import DeviceRegistry
-#if PostgreSQL
-public import DeviceRegistryPostgres
-#endif
 import PushEnvelope
 import PushHTTP
 public import PushTransports
@@ -84,42 +81,9 @@ public struct PushConfiguration: Sendable, CustomStringConvertible {
         public var description: String { "\(level.rawValue): \(setting): \(message)" }
     }
 
-    /// Where registrations live.
-    public enum RegistryStore: Sendable, CustomStringConvertible {
-        /// The embedded default: this SQLite file.
-        case sqlite(path: String)
-        #if PostgreSQL
-        /// `HAPI_PUSH_DATABASE_URL`: a PostgreSQL table shared by every hub process. Only in
-        /// builds with the package trait `PostgreSQL` (on by default).
-        case postgres(PostgresPushDeviceStore.Configuration)
-        #endif
-        /// No registry can be opened (an invalid URL, no data directory): the error says why.
-        case unusable(PushDeviceStoreError)
-
-        /// `sqlite`, `postgres` or `none`.
-        public var name: String {
-            switch self {
-            case .sqlite: return "sqlite"
-            #if PostgreSQL
-            case .postgres: return "postgres"
-            #endif
-            case .unusable: return "none"
-            }
-        }
-
-        /// The file, the URL with its password redacted, or why there is none.
-        public var location: String {
-            switch self {
-            case .sqlite(let path): return path
-            #if PostgreSQL
-            case .postgres(let configuration): return configuration.redactedURL
-            #endif
-            case .unusable(let error): return error.message
-            }
-        }
-
-        public var description: String { "\(name) \(location)" }
-    }
+    /// Where registrations live: `PushDeviceStoreFactory` (`name`, `location`, `open()`), the
+    /// same type whether or not the build has the PostgreSQL registry.
+    public typealias RegistryStore = PushDeviceStoreFactory
 
     public let android: Channel<AndroidTransport>
     public let ios: Channel<IOSTransport>

@@ -17,7 +17,8 @@ struct WebPushChannel: Sendable {
     var sendsTopicAndUrgency = true
 
     static func make(
-        configuration: PushConfiguration, store: any PushDeviceStore, runtime: NativePush.Configuration, dataDirectory: String?
+        configuration: PushConfiguration, store: any PushDeviceStore, runtime: NativePush.Configuration, dataDirectory: String?,
+        metrics: (any PushMetricsFactory)? = nil
     ) throws -> WebPushChannel {
         guard let subscriptions = store as? any PushWebSubscriptionStore else {
             return WebPushChannel(routes: nil, store: nil, transport: nil, client: nil, offReason: "the device store keeps no Web Push subscriptions")
@@ -40,7 +41,8 @@ struct WebPushChannel: Sendable {
         // Kept by a key rotation: tried when the push service refuses the current pair.
         let previous = loaded.previous.map { WebPushVAPID(keyPair: $0, subject: configuration.webPush.subject) }
         let transport = WebPushTransport(
-            client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, concurrency: runtime.concurrency.relay)
+            client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, concurrency: runtime.concurrency.relay,
+            metrics: metrics)
         return WebPushChannel(
             routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil,
             sendsTopicAndUrgency: configuration.webPush.sendsTopicAndUrgency)
@@ -87,12 +89,38 @@ extension NativePush {
         let headers: WebPushProvider.MessageHeaders =
             webPushChannel.sendsTopicAndUrgency ? WebPushProvider.messageHeaders(tag: payload.tag, type: payload.type) : .none
         let results = await transport.send(Array(payload.json.utf8), to: targets, headers: headers)
+        // Each delivery reaches the logger and the metrics as a native one does (one record,
+        // the endpoint's fingerprint for a token hash; a second record when a prune fails).
+        let logger = dispatcher.logger
+        let metrics = dispatcher.metrics
         var deliveries: [PushWebPushReport.Delivery] = []
         for (subscription, result) in zip(subscriptions, results) {
-            var removed = false
-            if result.outcome == .invalid {
-                removed = (try? await store.removeWebSubscription(namespace: namespace, endpoint: subscription.endpoint)) ?? false
+            let milliseconds = PushDispatcher.milliseconds(result.latency)
+            let fingerprint = subscription.fingerprint
+            func record(pruneFailure: String? = nil) -> PushLogRecord {
+                PushLogRecord(
+                    platform: Self.webPushPlatform, transport: .webpush, tokenHash: fingerprint, outcome: result.outcome, reason: result.reason,
+                    detail: result.detail, status: result.status, milliseconds: milliseconds, pruneFailure: pruneFailure)
             }
+            if logger.isEnabled { logger.log(record()) }
+            var removed = false
+            var pruneFailure: String?
+            if result.outcome == .invalid {
+                // A store that fails here leaves a dead subscription behind: said in the report,
+                // the log and the metrics, never dropped. The endpoint is a capability: redacted.
+                do {
+                    removed = try await store.removeWebSubscription(namespace: namespace, endpoint: subscription.endpoint)
+                } catch {
+                    let failure = SafeText.sanitize(
+                        String(describing: error), limit: 200, redactingTokens: true,
+                        secrets: [subscription.endpoint] + (PushWebEndpoint.parse(subscription.endpoint).map { [$0.pathAndQuery] } ?? [])
+                            + [subscription.p256dh, subscription.auth])
+                    pruneFailure = failure
+                    metrics.pruneFailed(.webpush)
+                    logger.log(record(pruneFailure: failure))
+                }
+            }
+            metrics.delivered(transport: .webpush, outcome: result.outcome, reason: result.reason, sent: result.attempts > 0, latency: result.latency)
             let previousKey = result.vapidPublicKey == transport.vapidPublicKey ? nil : result.vapidPublicKey
             if result.outcome == .sent, previousKey != subscription.previousVAPIDPublicKey {
                 // Which pair reaches this browser, for the next push and for `webpush list`.
@@ -100,11 +128,14 @@ extension NativePush {
             }
             deliveries.append(
                 PushWebPushReport.Delivery(
-                    origin: subscription.origin, fingerprint: subscription.fingerprint, outcome: result.outcome, reason: result.reason,
-                    detail: result.detail, status: result.status, removed: removed, previousVAPIDPublicKey: previousKey))
+                    origin: subscription.origin, fingerprint: fingerprint, outcome: result.outcome, reason: result.reason,
+                    detail: result.detail, status: result.status, removed: removed, previousVAPIDPublicKey: previousKey, pruneFailure: pruneFailure))
         }
         return PushWebPushReport(decision: .sent, deliveries: deliveries)
     }
+
+    /// `PushLogRecord.platform` of a Web Push delivery.
+    static let webPushPlatform = "web"
 
     /// Why Web Push is off for this instance, or nil when it is on.
     public var webPushOffReason: String? { webPushChannel.offReason }

@@ -37,6 +37,9 @@ public struct PushWebPushReport: Sendable, Hashable {
         /// After a VAPID key rotation: the previous public key this answer was for, when the
         /// current one was refused (401/403) and a kept one was tried; nil for the current key.
         public var previousVAPIDPublicKey: String? = nil
+        /// Set when the push service said the subscription is gone but the store could not
+        /// remove it: why, sanitized (`--json` `pruneError`, as for a native delivery).
+        public var pruneFailure: String? = nil
 
         /// `origin` and fingerprint, as reports print an endpoint.
         public var endpoint: String { "\(origin) \(fingerprint)" }
@@ -58,12 +61,14 @@ public struct PushWebPushReport: Sendable, Hashable {
                 key: "deliveries",
                 value: .array(
                     deliveries.map { delivery in
-                        .object([
+                        var members: [(key: String, value: PushJSONValue)] = [
                             (key: "endpoint", value: .string(delivery.endpoint)), (key: "outcome", value: .string(delivery.outcome.rawValue)),
                             (key: "reason", value: delivery.reason.map { .string($0.text(detail: delivery.detail)) } ?? .null),
                             (key: "status", value: delivery.status.map { .integer(Int64($0)) } ?? .null),
                             (key: "previousVapidPublicKey", value: delivery.previousVAPIDPublicKey.map { .string($0) } ?? .null),
-                        ])
+                        ]
+                        if let failure = delivery.pruneFailure { members.append((key: "pruneError", value: .string(failure))) }
+                        return .object(members)
                     })
             ),
         ])
