@@ -121,7 +121,7 @@ final class MicroHTTPDaemon: Sendable {
             config.threads = UInt32(clamping: settings.threads)
             config.connection_limit = UInt32(clamping: settings.connectionLimit)
             config.connection_timeout = UInt32(clamping: settings.connectionTimeoutSeconds)
-            config.memory_limit = max(4096, settings.memoryLimitBytes)
+            config.memory_limit = max(PushRelayConfiguration.Server.minimumConnectionMemoryBytes, settings.memoryLimitBytes)
             // With the guard, the per-address limit is its own (it makes room rather than refuse).
             config.per_ip_limit = connectionGuard != nil ? 0 : UInt32(clamping: max(0, settings.connectionsPerAddress))
             if connectionGuard != nil {

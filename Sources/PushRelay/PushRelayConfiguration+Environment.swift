@@ -43,6 +43,7 @@ extension PushRelayConfiguration {
     /// | `RELAY_REDIS_CA_FILE` | extra CA (PEM) trusted for `rediss://` | `RELAY_CA_FILE` |
     /// | `RELAY_MAX_CONNECTIONS` | client connections at once | soft `RLIMIT_NOFILE` less 256 |
     /// | `RELAY_MAX_CONNECTIONS_PER_IP` | connections at once per peer address, 0 = no limit | 64 (no limit with `RELAY_TRUST_PROXY`) |
+    /// | `RELAY_CONNECTION_MEMORY_BYTES` | memory per connection for request line, headers and buffers, 2048–1048576 | 4096 |
     ///
     /// Credential files are read here, once: call this at start-up, not on a hot path.
     public init(environment: [String: String]) throws(PushRelayStartupError) {
@@ -59,6 +60,13 @@ extension PushRelayConfiguration {
         // would limit everyone, so the proxy does its own unless one is set explicitly.
         server.connectionsPerAddress = try reader.count("RELAY_MAX_CONNECTIONS_PER_IP", allowZero: true)
             ?? (trustProxy ? 0 : Server.defaultConnectionsPerAddress)
+        if let bytes = try reader.count("RELAY_CONNECTION_MEMORY_BYTES", allowZero: false) {
+            guard bytes >= Server.minimumConnectionMemoryBytes, bytes <= 1 << 20 else {
+                throw PushRelayStartupError(
+                    "RELAY_CONNECTION_MEMORY_BYTES must be from \(Server.minimumConnectionMemoryBytes) to 1048576, got \(bytes)")
+            }
+            server.connectionMemoryLimitBytes = bytes
+        }
         let descriptors = Int(hapi_descriptor_limit())
         if let limit = try reader.count("RELAY_MAX_CONNECTIONS", allowZero: false) {
             if descriptors > 0, limit > descriptors - Server.reservedDescriptors {
@@ -175,7 +183,7 @@ extension PushRelayConfiguration {
         "RELAY_APNS_KEY_P8_PATH", "RELAY_APNS_KEY_ID", "RELAY_APNS_TEAM_ID", "RELAY_APNS_BUNDLE_ID", "RELAY_APNS_ENV", "RELAY_APNS_ENDPOINT",
         "RELAY_FCM_SERVICE_ACCOUNT_PATH", "RELAY_FCM_PACKAGE_NAME", "RELAY_FCM_ENDPOINT", "RELAY_HOST", "RELAY_PORT", "RELAY_TRUST_PROXY",
         "RELAY_CA_FILE", "RELAY_METRICS_PORT", "RELAY_REDIS_URL", "RELAY_REDIS_CA_FILE", "RELAY_MAX_CONNECTIONS",
-        "RELAY_MAX_CONNECTIONS_PER_IP", "RELAY_HTTPS_PROXY", "RELAY_NO_PROXY",
+        "RELAY_MAX_CONNECTIONS_PER_IP", "RELAY_CONNECTION_MEMORY_BYTES", "RELAY_HTTPS_PROXY", "RELAY_NO_PROXY",
     ] + HTTPProxyConfiguration.variableNames
 
     /// The relay's variables in the running process.

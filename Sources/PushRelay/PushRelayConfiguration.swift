@@ -61,6 +61,10 @@ public struct PushRelayConfiguration: Sendable {
         public static let reservedDescriptors = 256
         /// `RELAY_MAX_CONNECTIONS_PER_IP`'s default.
         public static let defaultConnectionsPerAddress = 64
+        /// `RELAY_CONNECTION_MEMORY_BYTES`'s default.
+        public static let defaultConnectionMemoryBytes = 4 * 1024
+        /// The least `connectionMemoryLimitBytes` (smaller values are raised to it).
+        public static let minimumConnectionMemoryBytes = 2 * 1024
         /// `RELAY_MAX_CONNECTIONS`'s default: as many as the process's soft descriptor limit
         /// allows, less `reservedDescriptors` (at least 64).
         public static var defaultConnectionLimit: Int {
@@ -85,18 +89,21 @@ public struct PushRelayConfiguration: Sendable {
         /// the request's first byte, the body within this many after the headers; a connection
         /// that misses it is closed, however steadily it trickles.
         public var requestDeadlineSeconds: Int
-        /// Memory per connection for the request line, headers and buffers.
+        /// Memory per connection for the request line, headers and buffers
+        /// (`RELAY_CONNECTION_MEMORY_BYTES`). libmicrohttpd 0.9.75 zeroes all of it after each
+        /// request, so every kept-alive connection holds this much resident; a request whose
+        /// line and headers do not fit in about half of it is answered 431 and closed.
         public var connectionMemoryLimitBytes: Int
 
         public init(
             threads: Int = 2, connectionLimit: Int = Server.defaultConnectionLimit, connectionTimeoutSeconds: Int = 30,
-            connectionMemoryLimitBytes: Int = 16 * 1024, connectionsPerAddress: Int = Server.defaultConnectionsPerAddress,
+            connectionMemoryLimitBytes: Int = Server.defaultConnectionMemoryBytes, connectionsPerAddress: Int = Server.defaultConnectionsPerAddress,
             requestDeadlineSeconds: Int = 10
         ) {
             self.threads = max(1, threads)
             self.connectionLimit = max(1, connectionLimit)
             self.connectionTimeoutSeconds = max(1, connectionTimeoutSeconds)
-            self.connectionMemoryLimitBytes = max(8 * 1024, connectionMemoryLimitBytes)
+            self.connectionMemoryLimitBytes = min(1 << 20, max(Server.minimumConnectionMemoryBytes, connectionMemoryLimitBytes))
             self.connectionsPerAddress = max(0, connectionsPerAddress)
             self.requestDeadlineSeconds = max(1, requestDeadlineSeconds)
         }

