@@ -20,9 +20,7 @@ allowed=(
   Sources/CHapiLinux/shim.h                # the C shim: epoll, eventfd, mallopt behind plain values
   Sources/CHapiLoopback/hapi_loopback.c    # the loopback HTTP/2 test server's eventfd wake-up (tests and demo only)
   Sources/CHapiMicrohttpd/shim.h           # the relay's libmicrohttpd in its epoll mode, under #if defined(__linux__)
-  Sources/PushHTTP/H2EventLoop.swift       # the HTTP/2 engine's epoll set and eventfd wake-up
-  Sources/PushHTTP/H2Loop.swift            # the engine thread's epoll_wait
-  Sources/PushHTTP/H2Connection.swift      # each connection's epoll registration
+  Sources/PushHTTP/H2Poller.swift          # the HTTP/2 engine's poller and wake-up: epoll and eventfd, or poll(2) and a pipe
   Sources/hapi-push-bench/RelayLoad.swift  # `make bench relayload`'s client loop
 )
 

@@ -1,4 +1,3 @@
-import CHapiLinux
 import CHapiNghttp2
 import CHapiOpenSSL
 #if canImport(Glibc)
@@ -44,7 +43,7 @@ final class H2Connection {
     private var tunnel: ProxyTunnel?
     /// RFC 8305's recommended Connection Attempt Delay.
     static let attemptDelay: Duration = .milliseconds(250)
-    /// The epoll events registered for `fd`.
+    /// The poller interest registered for `fd` (0: not registered).
     private var interest: UInt32 = 0
 
     /// Open streams by id; the table owns the exchanges.
@@ -181,13 +180,11 @@ final class H2Connection {
                 Glibc.close(socketFD)
                 continue
             }
-            #if os(Linux)
-            guard hapi_epoll_set(loop.epollFD, socketFD, UInt32(HAPI_EPOLL_OUT), id, 1) == 0 else {
-                lastConnectError = "epoll_ctl: \(String(cString: strerror(errno)))"
+            guard loop.poller.set(socketFD, events: H2Readiness.writable, token: id, add: true) else {
+                lastConnectError = "\(H2Poller.call): \(String(cString: strerror(errno)))"
                 Glibc.close(socketFD)
                 continue
             }
-            #endif
             attempts.append(socketFD)
             nextAttemptAt = nextAddress < addresses.count ? loop.now + H2Connection.attemptDelay : nil
             return
@@ -230,7 +227,7 @@ final class H2Connection {
         attempts = []
         nextAttemptAt = nil
         fd = winner
-        interest = UInt32(HAPI_EPOLL_OUT)
+        interest = H2Readiness.writable
         if origin.key.isTLS {
             beginTLS()
         } else {
@@ -239,9 +236,7 @@ final class H2Connection {
     }
 
     private func closeAttempt(_ socketFD: Int32) {
-        #if os(Linux)
-        _ = hapi_epoll_remove(loop.epollFD, socketFD)
-        #endif
+        loop.poller.remove(socketFD)
         Glibc.close(socketFD)
         attempts.removeAll { $0 == socketFD }
     }
@@ -256,10 +251,10 @@ final class H2Connection {
         case .handshaking:
             handshake()
         case .open:
-            if events & (UInt32(HAPI_EPOLL_IN) | UInt32(HAPI_EPOLL_ERR) | UInt32(HAPI_EPOLL_HUP)) != 0 {
+            if events & (H2Readiness.readable | H2Readiness.error | H2Readiness.hangup) != 0 {
                 readAvailable()
             }
-            if state == .open, events & UInt32(HAPI_EPOLL_OUT) != 0 {
+            if state == .open, events & H2Readiness.writable != 0 {
                 needsFlush = true
             }
         }
@@ -303,9 +298,9 @@ final class H2Connection {
         }
         switch SSL_get_error(ssl, rc) {
         case SSL_ERROR_WANT_READ:
-            _ = register(UInt32(HAPI_EPOLL_IN))
+            _ = register(H2Readiness.readable)
         case SSL_ERROR_WANT_WRITE:
-            _ = register(UInt32(HAPI_EPOLL_OUT))
+            _ = register(H2Readiness.writable)
         default:
             let verify = SSL_get_verify_result(ssl)
             let detail: String
@@ -339,7 +334,7 @@ final class H2Connection {
         _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(H2Loop.connectionWindow))
         state = .open
         lastFrameAt = loop.now
-        _ = register(UInt32(HAPI_EPOLL_IN))
+        _ = register(H2Readiness.readable)
         needsFlush = true
         loop.connectionOpened(self)
     }
@@ -495,7 +490,7 @@ final class H2Connection {
                     outputStart += count
                     continue
                 case .blocked:  // the socket is full: wait for EPOLLOUT
-                    register(UInt32(HAPI_EPOLL_IN) | UInt32(HAPI_EPOLL_OUT))
+                    register(H2Readiness.readable | H2Readiness.writable)
                     return
                 case .failed(let error):
                     loop.connectionLost(self, error)
@@ -517,7 +512,7 @@ final class H2Connection {
             }
             if output.isEmpty { break }
         }
-        _ = register(UInt32(HAPI_EPOLL_IN))
+        _ = register(H2Readiness.readable)
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
             loop.connectionFinished(self)
         } else if draining && streams.isEmpty {
@@ -557,36 +552,30 @@ final class H2Connection {
         }
     }
 
-    // MARK: - epoll and teardown
+    // MARK: - Poller and teardown
 
-    /// Sets the epoll interest of the socket (adding it the first time). False if epoll
+    /// Sets the poller interest of the socket (adding it the first time). False if the poller
     /// refused, in which case the connection has failed.
     @discardableResult
     private func register(_ events: UInt32) -> Bool {
         guard fd >= 0, events != interest else { return true }
-        #if os(Linux)
-        guard hapi_epoll_set(loop.epollFD, fd, events, id, interest == 0 ? 1 : 0) == 0 else {
-            let error = HTTPClientError(.other, detail: "epoll_ctl failed: \(String(cString: strerror(errno)))")
+        guard loop.poller.set(fd, events: events, token: id, add: interest == 0) else {
+            let error = HTTPClientError(.other, detail: "\(H2Poller.call) failed: \(String(cString: strerror(errno)))")
             if state == .open { loop.connectionLost(self, error) } else { loop.connectionFailed(self, error) }
             return false
         }
-        #endif
         interest = events
         return true
     }
 
     private func unregisterAndClose() {
         for attempt in attempts {
-            #if os(Linux)
-            _ = hapi_epoll_remove(loop.epollFD, attempt)
-            #endif
+            loop.poller.remove(attempt)
             Glibc.close(attempt)
         }
         attempts = []
         if fd >= 0 {
-            #if os(Linux)
-            if interest != 0 { _ = hapi_epoll_remove(loop.epollFD, fd) }
-            #endif
+            if interest != 0 { loop.poller.remove(fd) }
             if tunnel == nil { Glibc.close(fd) }
         }
         tunnel = nil

@@ -1,4 +1,3 @@
-import CHapiLinux
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,11 +7,7 @@ import Darwin
 #endif
 import PushSync
 
-#if !os(Linux)
-#error("PushHTTP's event loop has only its epoll backend so far; the poll(2) backend for other systems is issue 26")
-#endif
-
-/// The HTTP/2 engine's face to other threads: a command queue under one lock and an eventfd
+/// The HTTP/2 engine's face to other threads: a command queue under one lock and a wake-up (an eventfd, or a pipe)
 /// that wakes the engine's thread. The thread owns everything else (`H2Loop`): sockets, TLS,
 /// nghttp2 sessions, the per-origin connection pools and queues.
 ///
@@ -60,37 +55,31 @@ final class H2EventLoop: Sendable {
     let counters: HTTPCounters
     /// Written only under `shared`'s lock while running; closed by the thread after it has
     /// seen the phase change under that lock, so no write reaches a closed descriptor.
-    let wakeFD: Int32
-    let epollFD: Int32
+    /// The backend's poller (H2Poller.swift) as created, with `wakeup` registered; the loop
+    /// thread works on its own copy.
+    let poller: H2Poller
+    let wakeup: H2Wakeup
     private let shared = Locked(Shared())
     /// The loop's thread, set once it has started (before `start` returns the loop).
     private let thread = Locked<PushThread?>(nil)
 
-    private init(settings: Settings, counters: HTTPCounters, wakeFD: Int32, epollFD: Int32) {
+    private init(settings: Settings, counters: HTTPCounters, wakeup: H2Wakeup, poller: H2Poller) {
         self.settings = settings
         self.counters = counters
-        self.wakeFD = wakeFD
-        self.epollFD = epollFD
+        self.wakeup = wakeup
+        self.poller = poller
     }
 
     static func start(settings: Settings, counters: HTTPCounters) throws(HTTPClientError) -> H2EventLoop {
-        #if os(Linux)
-        let epollFD = hapi_epoll_create()
-        guard epollFD >= 0 else {
-            throw HTTPClientError(.other, detail: "epoll_create1 failed: \(String(cString: strerror(errno)))")
+        let wakeup = try H2Wakeup.make()
+        let poller: H2Poller
+        do {
+            poller = try H2Poller.make(wake: wakeup)
+        } catch {
+            wakeup.close()
+            throw error
         }
-        let wakeFD = hapi_eventfd_create()
-        guard wakeFD >= 0 else {
-            Glibc.close(epollFD)
-            throw HTTPClientError(.other, detail: "eventfd failed: \(String(cString: strerror(errno)))")
-        }
-        guard hapi_epoll_set(epollFD, wakeFD, UInt32(HAPI_EPOLL_IN), 0, 1) == 0 else {
-            Glibc.close(wakeFD)
-            Glibc.close(epollFD)
-            throw HTTPClientError(.other, detail: "epoll_ctl failed: \(String(cString: strerror(errno)))")
-        }
-        #endif
-        let handle = H2EventLoop(settings: settings, counters: counters, wakeFD: wakeFD, epollFD: epollFD)
+        let handle = H2EventLoop(settings: settings, counters: counters, wakeup: wakeup, poller: poller)
         let thread: PushThread
         do {
             thread = try PushThread.start(name: "hapi-push-h2") {
@@ -104,8 +93,8 @@ final class H2EventLoop: Sendable {
                 handle.exited()
             }
         } catch {
-            Glibc.close(wakeFD)
-            Glibc.close(epollFD)
+            wakeup.close()
+            poller.close()
             throw HTTPClientError(.other, detail: "cannot start the HTTP/2 thread (\(error.call): \(error.code))")
         }
         handle.thread.withLock { $0 = thread }
@@ -127,8 +116,7 @@ final class H2EventLoop: Sendable {
     }
 
     private func wake() {
-        var one: UInt64 = 1
-        _ = Glibc.write(wakeFD, &one, 8)
+        wakeup.wake()
     }
 
     /// Starts shutting down without waiting. Idempotent.
@@ -161,8 +149,8 @@ final class H2EventLoop: Sendable {
 
     private func exited() {
         shared.withLock { $0.phase = .exited }
-        Glibc.close(wakeFD)
-        Glibc.close(epollFD)
+        wakeup.close()
+        poller.close()
     }
 }
 

@@ -1,4 +1,3 @@
-import CHapiLinux
 import CHapiNghttp2
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +8,7 @@ import Darwin
 #endif
 import Synchronization
 
-/// The HTTP/2 engine's thread: epoll over every connection's socket and the wakeup eventfd;
+/// The HTTP/2 engine's thread: the poller (H2Poller.swift: epoll, or poll(2)) over every connection's socket and the wake-up;
 /// per origin, a pool of connections that honours each server's SETTINGS_MAX_CONCURRENT_STREAMS
 /// and a queue of requests waiting for a stream. Everything here runs on that one thread.
 ///
@@ -21,7 +20,8 @@ final class H2Loop {
     let handle: H2EventLoop
     let settings: H2EventLoop.Settings
     let counters: HTTPCounters
-    let epollFD: Int32
+    /// Readiness of every connection's socket and of the wake-up (token 0).
+    var poller: H2Poller
     /// nghttp2's callback table and options, shared by every session of this loop (nil only
     /// if nghttp2 could not allocate them: every connection then fails with a clear error).
     let callbacks: OpaquePointer?
@@ -52,7 +52,7 @@ final class H2Loop {
         self.handle = handle
         self.settings = handle.settings
         self.counters = handle.counters
-        self.epollFD = handle.epollFD
+        self.poller = handle.poller
         self.now = .now
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
@@ -77,15 +77,12 @@ final class H2Loop {
         var lastSweep = now
         while true {
             let timeout = hasWorkInFlight ? Int32(50) : idleWaitMilliseconds
-            #if os(Linux)
-            let ready = hapi_epoll_wait(epollFD, &tokens, &readiness, 256, timeout)
-            #endif
+            let ready = poller.wait(tokens: &tokens, readiness: &readiness, timeout: timeout)
             now = .now
             if ready > 0 {
-                for index in 0..<Int(ready) {
+                for index in 0..<ready {
                     if tokens[index] == 0 {
-                        var value: UInt64 = 0
-                        _ = Glibc.read(handle.wakeFD, &value, 8)
+                        handle.wakeup.drain()
                     } else if let connection = connections[tokens[index]] {
                         connection.handle(events: readiness[index])
                     }

@@ -82,11 +82,11 @@ import Testing
 
     @Test func failsOnALinuxCallOutsideOSLinuxInTheBackend() throws {
         let planted = "\nfunc planted() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#if os(Linux)\nfunc guarded() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#endif\n"
-        let copy = try Self.plantedCopy { try Self.append(planted, to: "Sources/PushHTTP/H2Loop.swift", in: $0) }
+        let copy = try Self.plantedCopy { try Self.append(planted, to: "Sources/PushHTTP/H2Poller.swift", in: $0) }
         defer { try? FileManager.default.removeItem(at: copy) }
         let result = try Self.check(copy)
         #expect(result.status == 1)
-        let offences = result.output.split(separator: "\n").filter { $0.contains("H2Loop.swift") }
+        let offences = result.output.split(separator: "\n").filter { $0.contains("H2Poller.swift") }
         #expect(offences.count == 1 && offences[0].contains("Linux-only call outside #if os(Linux)"), "\(result.output)")
     }
 
