@@ -5,6 +5,9 @@
 #   - imports Glibc, Musl or Darwin outside an `#if canImport(<that module>)` branch;
 #   - calls the Linux shim's epoll/eventfd/malloc-arena helpers (hapi_epoll_*, hapi_eventfd_*,
 #     hapi_use_one_malloc_arena) outside an `#if os(Linux)` branch;
+#   - has an `#if os(Linux)…` branch holding more than imports without `&& !HAPI_PUSH_PORTABLE`
+#     (so the portable build takes the other side) or without an `#else` (the other side: what
+#     every other system compiles, and `make test-portable` compiles here);
 # or when code (comments aside) in any Swift or C file there names epoll, eventfd, malloc.h or
 # mallopt outside the Linux-backend files allowed below.
 #
@@ -67,13 +70,36 @@ while IFS= read -r -d '' file; do
       sub(/^[ \t]+/, "", line)
       if (line ~ /^(\/\/|\/\*|\*)/) next
       sub(/[ \t]\/\/.*$/, "", line)
-      if (line ~ /^#if[ \t(!]/) { cond[++depth] = substr(line, 4); next }
-      if (line ~ /^#elseif[ \t(!]/) { cond[depth] = substr(line, 8); next }
-      if (line ~ /^#else/) {
-        cond[depth] = (cond[depth] ~ /^[ \t]*!os\(Linux\)[ \t]*$/) ? "os(Linux)" : "#else"
+      if (line ~ /^#if[ \t(!]/) {
+        cond[++depth] = substr(line, 4)
+        # A Linux-only branch: its `#if` line, whether it has code beyond imports, an #else.
+        linux_if[depth] = (cond[depth] ~ /(^|[^!])os\(Linux\)/) ? FNR : 0
+        linux_code[depth] = 0
+        linux_else[depth] = 0
+        linux_cond[depth] = cond[depth]
         next
       }
-      if (line ~ /^#endif/) { depth--; next }
+      if (line ~ /^#elseif[ \t(!]/) { cond[depth] = substr(line, 8); linux_else[depth] = 1; next }
+      if (line ~ /^#else/) {
+        cond[depth] = (cond[depth] ~ /^[ \t]*!os\(Linux\)[ \t]*$/) ? "os(Linux)" : "#else"
+        linux_else[depth] = 1
+        next
+      }
+      if (line ~ /^#endif/) {
+        if (linux_if[depth] && linux_code[depth]) {
+          if (linux_cond[depth] !~ /!HAPI_PUSH_PORTABLE/) {
+            printf "check-platform-sources: %s:%d: #if os(Linux) without && !HAPI_PUSH_PORTABLE (the portable build must take the other side)\n", file, linux_if[depth]
+            bad = 1
+          }
+          if (!linux_else[depth]) {
+            printf "check-platform-sources: %s:%d: #if os(Linux) without a portable #else\n", file, linux_if[depth]
+            bad = 1
+          }
+        }
+        depth--
+        next
+      }
+      if (depth > 0 && linux_if[depth] && !linux_else[depth] && line != "" && line !~ /^(@[A-Za-z_]+[ \t]+)*((public|package|internal|fileprivate|private)[ \t]+)?import[ \t]/) linux_code[depth] = 1
       if (match(line, /^(@[A-Za-z_]+[ \t]+)*((public|package|internal|fileprivate|private)[ \t]+)?import[ \t]+(Glibc|Musl|Darwin)([ \t]|$)/)) {
         module = line
         sub(/^.*import[ \t]+/, "", module)

@@ -107,8 +107,10 @@ func validatedArguments() -> [String]? {
 // This process is ours, not a host's: one malloc arena for all its threads. With one arena per
 // thread (glibc's default), memory freed by the HTTP/2 thread is not reused by the dispatch's
 // threads, and a send to 10,000 devices peaks ~3 MB higher for nothing.
-#if os(Linux)
+#if os(Linux) && !HAPI_PUSH_PORTABLE
 _ = hapi_use_one_malloc_arena()
+#else
+// Other systems' allocators (and glibc on the portable path) keep their own arena policy.
 #endif
 guard let arguments = validatedArguments() else { exit(ExitCode.usage.rawValue) }
 exit(await runCommand(arguments))

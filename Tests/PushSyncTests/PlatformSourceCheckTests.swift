@@ -81,13 +81,35 @@ import Testing
     }
 
     @Test func failsOnALinuxCallOutsideOSLinuxInTheBackend() throws {
-        let planted = "\nfunc planted() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#if os(Linux)\nfunc guarded() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#endif\n"
+        let planted = "\nfunc planted() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#if os(Linux) && !HAPI_PUSH_PORTABLE\nfunc guarded() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#else\nfunc guarded() -> Int32 { -1 }\n#endif\n"
         let copy = try Self.plantedCopy { try Self.append(planted, to: "Sources/PushHTTP/H2Poller.swift", in: $0) }
         defer { try? FileManager.default.removeItem(at: copy) }
         let result = try Self.check(copy)
         #expect(result.status == 1)
         let offences = result.output.split(separator: "\n").filter { $0.contains("H2Poller.swift") }
         #expect(offences.count == 1 && offences[0].contains("Linux-only call outside #if os(Linux)"), "\(result.output)")
+    }
+
+    @Test func failsOnALinuxBranchWithoutAPortableElse() throws {
+        let cases = [
+            // No #else: what would macOS compile?
+            ("#if os(Linux) && !HAPI_PUSH_PORTABLE\nlet planted = 1\n#endif\n", "without a portable #else"),
+            // An #else the portable build never takes.
+            ("#if os(Linux)\nlet planted = 1\n#else\nlet planted = 2\n#endif\n", "without && !HAPI_PUSH_PORTABLE"),
+        ]
+        for (text, message) in cases {
+            let copy = try Self.plantedCopy { try Self.append(text, to: "Sources/PushCore/Planted.swift", in: $0) }
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let result = try Self.check(copy)
+            #expect(result.status == 1)
+            #expect(result.output.contains("Sources/PushCore/Planted.swift:1: #if os(Linux) \(message)"), "\(result.output)")
+        }
+        // Both present, or a branch of imports only: accepted.
+        let accepted = "#if os(Linux) && !HAPI_PUSH_PORTABLE\nlet planted = 1\n#else\nlet planted = 2\n#endif\n#if os(Linux)\nimport Foundation\n#endif\n"
+        let copy = try Self.plantedCopy { try Self.append(accepted, to: "Sources/PushCore/Planted.swift", in: $0) }
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let result = try Self.check(copy)
+        #expect(result.status == 0, "\(result.output)")
     }
 
     @Test func failsWhenAnAllowListedFileIsGone() throws {
