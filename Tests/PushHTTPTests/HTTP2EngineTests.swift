@@ -295,7 +295,9 @@ import Testing
         var succeeded = 0
         for _ in 0..<100 { succeeded += await round(1_000) }
         #expect(succeeded == 100_000)
-        #expect(Support.openFileDescriptors() == descriptors)
+        // No growth: the count is the whole process's, and a previous suite's cleanup finishing
+        // meanwhile (a detached shutdown) may close descriptors, never open ones of ours.
+        #expect(Support.openFileDescriptors() <= descriptors)
         #expect(client.liveRequestCount == 0)
         #expect(server.connectionsAccepted == connections)  // the pool was reused, never replaced
         let growth = Self.residentBytes() - residentBefore
