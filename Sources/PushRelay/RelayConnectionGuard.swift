@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
 /// What libmicrohttpd does not do by itself against slow and greedy clients: a deadline for a
@@ -249,7 +250,7 @@ final class RelayConnectionGuard: Sendable {
         let key = Self.key(connection)
         let now = Self.now()
         // On the connection's own thread: its socket is open; ask the kernel before the lock.
-        let mark = markBytes ? max(0, hapi_tcp_bytes_received(hapi_mhd_connection_fd(connection))) : 0
+        let mark = markBytes ? max(0, Platform.tcpBytesReceived(hapi_mhd_connection_fd(connection))) : 0
         state.withLock { state in
             guard var record = state.records[key], record.phase != .closing, record.phase != phase else { return }
             state.serial += 1
@@ -284,7 +285,7 @@ final class RelayConnectionGuard: Sendable {
         // Bytes since the phase began: a request has started. Its first byte came after the
         // previous probe (which saw none), so the deadline counts from then, or from the
         // phase's start if later.
-        let started = waiting.filter { hapi_tcp_bytes_received($0.socket) > $0.mark }
+        let started = waiting.filter { Platform.tcpBytesReceived($0.socket) > $0.mark }
         return state.withLock { state in
             guard !state.stopped else { return false }
             let previous = state.lastProbe
