@@ -20,6 +20,7 @@ typedef struct hapi_mhd_config {
     const struct sockaddr *address;   /* bind address (IPv4 or IPv6, port included) */
     bool ipv6;                        /* address is a sockaddr_in6 */
     bool allow_suspend;               /* MHD_ALLOW_SUSPEND_RESUME (answers given later) */
+    bool use_poll;                    /* poll(2) rather than epoll (off Linux, and the portable build) */
     unsigned int threads;             /* worker threads, each with its own epoll set; <= 1: one */
     unsigned int connection_limit;    /* MHD_OPTION_CONNECTION_LIMIT */
     unsigned int connection_timeout;  /* seconds of inactivity before a connection is closed */
@@ -32,11 +33,8 @@ typedef struct hapi_mhd_config {
 static inline struct MHD_Daemon *hapi_mhd_start(const hapi_mhd_config *config, MHD_AccessHandlerCallback handler,
                                                 void *handler_cls, MHD_RequestCompletedCallback completed,
                                                 void *completed_cls) {
-#if defined(__linux__)
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC;
-#else
-    unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC; /* epoll is Linux's only */
-#endif
+    /* The platform layer's choice (PlatformSelectorBackend.waitsWithPoll): epoll is Linux's only. */
+    unsigned int flags = (config->use_poll ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC;
     if (config->ipv6) flags |= MHD_USE_IPv6;
     if (config->allow_suspend) flags |= MHD_ALLOW_SUSPEND_RESUME;
     uint16_t port = 0;
@@ -63,6 +61,12 @@ static inline struct MHD_Daemon *hapi_mhd_start(const hapi_mhd_config *config, M
 static inline uint16_t hapi_mhd_bound_port(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info ? info->port : 0;
+}
+
+/* Whether the daemon waits with poll(2), as it reports its own flags. */
+static inline bool hapi_mhd_uses_poll(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_FLAGS);
+    return info != NULL && (info->flags & MHD_USE_POLL) != 0;
 }
 
 /* The peer's address as text ("203.0.113.7", "2001:db8::1"; IPv4-mapped IPv6 as plain IPv4),

@@ -11,6 +11,9 @@
 package protocol PlatformSelector: Sendable {
     /// The call named when `set` is refused.
     static var registrationCall: String { get }
+    /// Whether this backend waits with poll(2): libraries with their own event loop
+    /// (libmicrohttpd) are asked for the same kind, so the portable build runs theirs on it too.
+    static var waitsWithPoll: Bool { get }
     /// The interest and readiness bits, the backend's own values.
     static var readable: UInt32 { get }
     static var writable: UInt32 { get }

@@ -13,6 +13,7 @@ package typealias PlatformWakeupBackend = EventFDWakeup
 /// An epoll set.
 package struct EpollSelector: PlatformSelector {
     package static let registrationCall = "epoll_ctl"
+    package static let waitsWithPoll = false
     package static let readable = UInt32(HAPI_EPOLL_IN)
     package static let writable = UInt32(HAPI_EPOLL_OUT)
     package static let error = UInt32(HAPI_EPOLL_ERR)

@@ -14,6 +14,7 @@ package typealias PlatformWakeupBackend = PipeWakeup
 /// The descriptors poll(2) watches, kept between waits.
 package struct PollSelector: PlatformSelector {
     package static let registrationCall = "poll registration"
+    package static let waitsWithPoll = true
     package static let readable = UInt32(UInt16(bitPattern: Int16(POLLIN)))
     package static let writable = UInt32(UInt16(bitPattern: Int16(POLLOUT)))
     package static let error = UInt32(UInt16(bitPattern: Int16(POLLERR)))

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
 /// libmicrohttpd behind a small Swift face: plain HTTP/1.1, its own polling threads (one epoll
@@ -118,6 +119,7 @@ final class MicroHTTPDaemon: Sendable {
             config.address = raw.baseAddress?.assumingMemoryBound(to: sockaddr.self)
             config.ipv6 = settings.address.isIPv6
             config.allow_suspend = settings.allowsLaterAnswers
+            config.use_poll = PlatformSelectorBackend.waitsWithPoll
             config.threads = UInt32(clamping: settings.threads)
             config.connection_limit = UInt32(clamping: settings.connectionLimit)
             config.connection_timeout = UInt32(clamping: settings.connectionTimeoutSeconds)
@@ -140,7 +142,12 @@ final class MicroHTTPDaemon: Sendable {
         self.connectionGuard = connectionGuard
         self.daemon = DaemonHandle(pointer: started, context: context)
         self.address = settings.address.with(port: Int(hapi_mhd_bound_port(started)))
+        self.waitsWithPoll = hapi_mhd_uses_poll(started)
     }
+
+    /// Whether libmicrohttpd waits with poll(2) (off Linux, and the portable build) rather than
+    /// the system's own queue: the platform layer's choice, as the daemon reports it.
+    let waitsWithPoll: Bool
 
     deinit {
         // A daemon released without stop(): stop it here (joins its threads).

@@ -243,6 +243,9 @@ public final class PushRelayServer: Sendable {
     /// complete or busy connections (`refused`), since the start.
     public var addressClosures: (evicted: Int, refused: Int) { api.connectionGuard?.addressCounts ?? (0, 0) }
 
+    /// Whether the HTTP server waits with poll(2), as libmicrohttpd reports it.
+    var waitsWithPoll: Bool { api.waitsWithPoll }
+
     /// The Prometheus text of the counters right now (what `/metrics` serves).
     public var metricsText: String { service.metrics.render() }
 

@@ -8,6 +8,7 @@ import Darwin
 import PushCore
 import PushHTTP
 import PushLoopbackServer
+import PushPlatform
 import PushSync
 import PushTestSupport
 import Testing
@@ -298,6 +299,16 @@ import Testing
         #expect(count > 0 && String(decoding: buffer.prefix(max(0, count)), as: UTF8.self) == head, "the peek left the head for libmicrohttpd")
         for index in 1...3 { connectionGuard.closed(key: UInt(index)) }
         #expect(connectionGuard.openConnections == 0)
+    }
+
+    /// libmicrohttpd waits the way the platform layer does: epoll on Linux, poll(2) elsewhere
+    /// and in the portable build (`make test-portable`), so that build runs the relay's
+    /// connection handling as macOS would.
+    @Test func theHTTPServerWaitsThePlatformLayersWay() async throws {
+        let relay = try RelayFixture()
+        let poll = relay.server.waitsWithPoll
+        await relay.stop()
+        #expect(poll == PlatformSelectorBackend.waitsWithPoll)
     }
 
     @Test func aChunkedBodyPastTheCapIsAnswered413AndTheConnectionServesOn() async throws {
