@@ -35,11 +35,12 @@ test:
 	$(SWIFT) test --skip-build --no-parallel
 
 # The portable path on Linux: -DHAPI_PUSH_PORTABLE makes the build take the branches other
-# systems take where Linux has the same call (the HTTP/2 engine's poll(2) poller and pipe
-# wake-up instead of epoll and an eventfd), in its own build directory; then the suites that do I/O
-# (HTTP client and engine, proxies, transports, relay, registry, dispatch). Not yet in CI (.ci/run says why).
+# systems take where Linux has the same call (PushPlatform's poll(2) selector and pipe wake-up
+# instead of epoll and an eventfd, fcntl for socket flags), in its own build directory; then the
+# platform layer's suite and those that do I/O (HTTP client and engine, proxies, transports,
+# relay, registry, dispatch). Not yet in CI (.ci/run says why).
 PORTABLE := -Xswiftc -DHAPI_PUSH_PORTABLE --scratch-path .build/portable
-PORTABLE_SUITES := PushHTTPTests|PushSyncTests|PushTransportsTests|PushRelayTests|DeviceRegistryTests|PushNativeTests\.[A-Za-z]*Dispatch[A-Za-z]*Tests
+PORTABLE_SUITES := PushPlatformTests|PushHTTPTests|PushSyncTests|PushTransportsTests|PushRelayTests|DeviceRegistryTests|PushNativeTests\.[A-Za-z]*Dispatch[A-Za-z]*Tests
 test-portable:
 	@scripts/check-platform-sources.sh
 	@scripts/ensure-deps.sh $(TEST_PACKAGES)

@@ -50,8 +50,12 @@ let package = Package(
         .systemLibrary(
             name: "CHapiTestOpenSSL", path: "Sources/CHapiTestOpenSSL",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
-        // epoll and eventfd, behind plain-value helpers (the C library's own: no provider).
-        .systemLibrary(name: "CHapiLinux", path: "Sources/CHapiLinux"),
+        // The platform layer's C side (the C library's own: no provider): CHapiPlatform for every
+        // system; CHapiEpoll (epoll, eventfd) for PushPlatform's Linux backend alone; and
+        // CHapiMallocArena (glibc's mallopt) for the `hapi-push` executable, never a library.
+        .systemLibrary(name: "CHapiPlatform", path: "Sources/CHapiPlatform"),
+        .systemLibrary(name: "CHapiEpoll", path: "Sources/CHapiEpoll"),
+        .systemLibrary(name: "CHapiMallocArena", path: "Sources/CHapiMallocArena"),
         .systemLibrary(
             name: "CHapiSQLite", path: "Sources/CHapiSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
@@ -68,8 +72,15 @@ let package = Package(
             name: "CHapiRedis", path: "Sources/CHapiRedis",
             providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]),
 
-        // One lock type that ThreadSanitizer can see (pthread), for every module.
-        .target(name: "PushSync", dependencies: ["CHapiLinux"], swiftSettings: strictSettings),
+        // The only code that names the operating system: the selector (epoll on Linux, poll(2)
+        // elsewhere and under HAPI_PUSH_PORTABLE) and its wake-up, thread naming, socket flags,
+        // per-connection byte counts, descriptor limits. Machinery (`package`), never public.
+        .target(
+            name: "PushPlatform",
+            dependencies: ["CHapiPlatform", .target(name: "CHapiEpoll", condition: .when(platforms: [.linux]))],
+            swiftSettings: strictSettings),
+        // One lock type that ThreadSanitizer can see (pthread), and the package's threads, for every module.
+        .target(name: "PushSync", dependencies: ["PushPlatform"], swiftSettings: strictSettings),
         // The core under everything: the JSON parser and value, canonical JSON, base64, safe text.
         // No C, no network.
         .target(name: "PushCore", swiftSettings: strictSettings),
@@ -86,7 +97,7 @@ let package = Package(
         // The HTTP client every transport sends through: an HTTP/2 engine on nghttp2 + OpenSSL for
         // https origins that speak h2, libcurl for the rest. Nothing of it is public.
         .target(
-            name: "PushHTTP", dependencies: ["PushSync", "CHapiCurl", "CHapiNghttp2", "CHapiOpenSSL", "CHapiLinux"],
+            name: "PushHTTP", dependencies: ["PushSync", "PushPlatform", "CHapiCurl", "CHapiNghttp2", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         // What each provider wants on the wire and what its answers mean, with no I/O: one request
         // builder and one answer parser per provider, the provider tokens. Shared by the hub's
@@ -108,7 +119,7 @@ let package = Package(
         .target(name: "PushLoopbackServer", dependencies: ["CHapiLoopback", "PushSync"], swiftSettings: strictSettings),
         // Throwaway keys and JWT verification for tests and the demo (not a product).
         .target(
-            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushSync", "PushLoopbackServer", "CHapiOpenSSL", "CHapiTestOpenSSL"],
+            name: "PushTestSupport", dependencies: ["PushEnvelope", "PushSync", "PushPlatform", "PushLoopbackServer", "CHapiOpenSSL", "CHapiTestOpenSSL"],
             swiftSettings: strictSettings),
         // What a hub imports: configuration, the dispatcher, the public face.
         .target(
@@ -120,11 +131,12 @@ let package = Package(
             swiftSettings: strictSettings),
         // The push relay service (beside PushNative, never depending on it) and its executable.
         .target(
-            name: "PushRelay", dependencies: ["PushProviders", "PushTelemetry", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
+            name: "PushRelay", dependencies: ["PushProviders", "PushTelemetry", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushPlatform", "CHapiMicrohttpd", "CHapiRedis", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         .executableTarget(name: "hapi-push-relay", dependencies: ["PushRelay", "PushSync"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "hapi-push", dependencies: ["PushNative", "PushEnvelope", "CHapiLinux"],
+            name: "hapi-push",
+            dependencies: ["PushNative", "PushEnvelope", .target(name: "CHapiMallocArena", condition: .when(platforms: [.linux]))],
             swiftSettings: strictSettings),
         // `make demo`: the whole flow against loopback stand-ins with throwaway keys, apart from
         // the operator's CLI so `hapi-push` links no test code.
@@ -137,7 +149,7 @@ let package = Package(
             name: "hapi-push-bench",
             dependencies: [
                 "PushNative", "PushEnvelope", "PushHTTP", "PushRelay", "PushSync", "PushLoopbackServer", "PushTestSupport", "CHapiOpenSSL", "CHapiSQLite",
-                "CHapiPostgres", "CHapiLinux", "CHapiWebPushFloor",
+                "CHapiPostgres", "PushPlatform", "CHapiWebPushFloor",
             ],
             swiftSettings: strictSettings),
 
@@ -154,21 +166,22 @@ let package = Package(
         .testTarget(
             name: "PushEnvelopeTests", dependencies: ["PushCore", "PushEnvelope"],
             swiftSettings: strictSettings),
-        .testTarget(name: "PushSyncTests", dependencies: ["PushSync", "CHapiLinux"], swiftSettings: strictSettings),
+        .testTarget(name: "PushSyncTests", dependencies: ["PushSync", "PushPlatform"], swiftSettings: strictSettings),
+        .testTarget(name: "PushPlatformTests", dependencies: ["PushPlatform", "PushSync"], swiftSettings: strictSettings),
         .testTarget(
             name: "DeviceRegistryTests",
             dependencies: ["DeviceRegistry", "DeviceRegistryPostgres", "PushEnvelope", "PushTestSupport", "CHapiPostgres", "hapi-push-testsupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushHTTPTests",
-            dependencies: ["PushHTTP", "PushLoopbackServer", "PushTestSupport", "PushSync"],
+            dependencies: ["PushHTTP", "PushLoopbackServer", "PushTestSupport", "PushSync", "PushPlatform"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushProvidersTests", dependencies: ["PushProviders", "PushEnvelope", "PushTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushTransportsTests",
-            dependencies: ["PushTransports", "PushHTTP", "PushLoopbackServer", "PushEnvelope", "PushTestSupport", "PushSync"],
+            dependencies: ["PushTransports", "PushHTTP", "PushLoopbackServer", "PushEnvelope", "PushTestSupport", "PushSync", "PushPlatform"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushNativeTests",
@@ -180,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "PushRelayTests",
             dependencies: [
-                "PushRelay", "hapi-push-relay", "PushNative", "DeviceRegistry", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushTestSupport",
+                "PushRelay", "hapi-push-relay", "PushNative", "DeviceRegistry", "PushTransports", "PushHTTP", "PushEnvelope", "PushSync", "PushPlatform", "PushTestSupport",
                 "PushLoopbackServer",
             ],
             swiftSettings: strictSettings),

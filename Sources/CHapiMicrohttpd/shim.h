@@ -9,8 +9,6 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
-#include <netinet/tcp.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <microhttpd.h>
 
@@ -90,21 +88,6 @@ static inline int hapi_mhd_connection_fd(struct MHD_Connection *connection) {
     return info ? info->connect_fd : -1;
 }
 
-/* Bytes the kernel has received on a TCP socket (tcpi_bytes_received of TCP_INFO, Linux 4.1+),
-   or -1. Lets a sweep see that a connection has begun a request before libmicrohttpd has a
-   whole request line to report. glibc's struct tcp_info stops before this field; the kernel's
-   layout is append-only ABI, where it sits at byte 128 (linux/tcp.h cannot be included beside
-   netinet/tcp.h). */
-static inline long long hapi_tcp_bytes_received(int fd) {
-    unsigned char info[256];
-    socklen_t length = sizeof(info);
-    memset(info, 0, sizeof(info));
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 136) return -1;
-    uint64_t received;
-    memcpy(&received, info + 128, sizeof(received));
-    return (long long)(received & 0x7fffffffffffffffULL);
-}
-
 /* CLOCK_MONOTONIC in milliseconds. */
 static inline long long hapi_monotonic_ms(void) {
     struct timespec now;
@@ -118,26 +101,6 @@ static inline bool hapi_mhd_notify_started(enum MHD_ConnectionNotificationCode c
 }
 static inline bool hapi_mhd_notify_closed(enum MHD_ConnectionNotificationCode code) {
     return code == MHD_CONNECTION_NOTIFY_CLOSED;
-}
-
-/* Raises the soft RLIMIT_NOFILE to the hard one; returns the soft limit now in force (-1 if
-   unknown). */
-static inline long long hapi_raise_descriptor_limit(void) {
-    struct rlimit limit;
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
-    if (limit.rlim_cur < limit.rlim_max) {
-        struct rlimit raised = limit;
-        raised.rlim_cur = limit.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-    }
-    return limit.rlim_cur == RLIM_INFINITY ? (long long)1 << 20 : (long long)limit.rlim_cur;
-}
-
-/* The soft RLIMIT_NOFILE (-1 if unknown). */
-static inline long long hapi_descriptor_limit(void) {
-    struct rlimit limit;
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return -1;
-    return limit.rlim_cur == RLIM_INFINITY ? (long long)1 << 20 : (long long)limit.rlim_cur;
 }
 
 /* The first value of a request header (case-insensitive name), or NULL. */

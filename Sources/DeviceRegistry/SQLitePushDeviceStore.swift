@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushEnvelope
 import PushSync
 
@@ -412,7 +413,7 @@ public final class SQLitePushDeviceStore: PushDeviceStore {
                 throw creationError(path: directory, what: "directory", errno: errno)
             }
         }
-        let fd = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        let fd = Platform.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         if fd < 0 {
             if errno == EEXIST { return }  // Another process created it first: fine.
             throw creationError(path: path, what: "file", errno: errno)

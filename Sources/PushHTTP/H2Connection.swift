@@ -7,6 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 
 /// One HTTP/2 connection of the engine: a non-blocking socket, the TLS session over it (none
 /// for h2c) and an nghttp2 client session driven by `mem_recv`/`mem_send`. Loop thread only.
@@ -164,7 +165,7 @@ final class H2Connection {
         while nextAddress < addresses.count {
             let address = addresses[nextAddress]
             nextAddress += 1
-            let socketFD = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let socketFD = Platform.makeStreamSocket(family: address.family)
             guard socketFD >= 0 else {
                 lastConnectError = "socket: \(String(cString: strerror(errno)))"
                 continue
@@ -177,12 +178,12 @@ final class H2Connection {
             }
             guard rc == 0 || errno == EINPROGRESS else {
                 lastConnectError = String(cString: strerror(errno))
-                Glibc.close(socketFD)
+                Platform.close(socketFD)
                 continue
             }
-            guard loop.poller.set(socketFD, events: H2Readiness.writable, token: id, add: true) else {
-                lastConnectError = "\(H2Poller.call): \(String(cString: strerror(errno)))"
-                Glibc.close(socketFD)
+            guard loop.poller.set(socketFD, events: PlatformReadiness.writable, token: id, add: true) else {
+                lastConnectError = "\(PlatformSelectorBackend.registrationCall): \(String(cString: strerror(errno)))"
+                Platform.close(socketFD)
                 continue
             }
             attempts.append(socketFD)
@@ -227,7 +228,7 @@ final class H2Connection {
         attempts = []
         nextAttemptAt = nil
         fd = winner
-        interest = H2Readiness.writable
+        interest = PlatformReadiness.writable
         if origin.key.isTLS {
             beginTLS()
         } else {
@@ -237,7 +238,7 @@ final class H2Connection {
 
     private func closeAttempt(_ socketFD: Int32) {
         loop.poller.remove(socketFD)
-        Glibc.close(socketFD)
+        Platform.close(socketFD)
         attempts.removeAll { $0 == socketFD }
     }
 
@@ -251,10 +252,10 @@ final class H2Connection {
         case .handshaking:
             handshake()
         case .open:
-            if events & (H2Readiness.readable | H2Readiness.error | H2Readiness.hangup) != 0 {
+            if events & (PlatformReadiness.readable | PlatformReadiness.error | PlatformReadiness.hangup) != 0 {
                 readAvailable()
             }
-            if state == .open, events & H2Readiness.writable != 0 {
+            if state == .open, events & PlatformReadiness.writable != 0 {
                 needsFlush = true
             }
         }
@@ -298,9 +299,9 @@ final class H2Connection {
         }
         switch SSL_get_error(ssl, rc) {
         case SSL_ERROR_WANT_READ:
-            _ = register(H2Readiness.readable)
+            _ = register(PlatformReadiness.readable)
         case SSL_ERROR_WANT_WRITE:
-            _ = register(H2Readiness.writable)
+            _ = register(PlatformReadiness.writable)
         default:
             let verify = SSL_get_verify_result(ssl)
             let detail: String
@@ -334,7 +335,7 @@ final class H2Connection {
         _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(H2Loop.connectionWindow))
         state = .open
         lastFrameAt = loop.now
-        _ = register(H2Readiness.readable)
+        _ = register(PlatformReadiness.readable)
         needsFlush = true
         loop.connectionOpened(self)
     }
@@ -490,7 +491,7 @@ final class H2Connection {
                     outputStart += count
                     continue
                 case .blocked:  // the socket is full: wait for EPOLLOUT
-                    register(H2Readiness.readable | H2Readiness.writable)
+                    register(PlatformReadiness.readable | PlatformReadiness.writable)
                     return
                 case .failed(let error):
                     loop.connectionLost(self, error)
@@ -512,7 +513,7 @@ final class H2Connection {
             }
             if output.isEmpty { break }
         }
-        _ = register(H2Readiness.readable)
+        _ = register(PlatformReadiness.readable)
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
             loop.connectionFinished(self)
         } else if draining && streams.isEmpty {
@@ -545,7 +546,7 @@ final class H2Connection {
                     return .failed(HTTPClientError(.connectionLost, detail: detail))
                 }
             }
-            let n = send(fd, pointer, length, Int32(MSG_NOSIGNAL))
+            let n = Platform.send(fd, pointer, length)
             if n >= 0 { return .wrote(n) }
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .blocked }
             return .failed(HTTPClientError(.connectionLost, detail: "write failed: \(String(cString: strerror(errno)))"))
@@ -560,7 +561,7 @@ final class H2Connection {
     private func register(_ events: UInt32) -> Bool {
         guard fd >= 0, events != interest else { return true }
         guard loop.poller.set(fd, events: events, token: id, add: interest == 0) else {
-            let error = HTTPClientError(.other, detail: "\(H2Poller.call) failed: \(String(cString: strerror(errno)))")
+            let error = HTTPClientError(.other, detail: "\(PlatformSelectorBackend.registrationCall) failed: \(String(cString: strerror(errno)))")
             if state == .open { loop.connectionLost(self, error) } else { loop.connectionFailed(self, error) }
             return false
         }
@@ -571,12 +572,12 @@ final class H2Connection {
     private func unregisterAndClose() {
         for attempt in attempts {
             loop.poller.remove(attempt)
-            Glibc.close(attempt)
+            Platform.close(attempt)
         }
         attempts = []
         if fd >= 0 {
             if interest != 0 { loop.poller.remove(fd) }
-            if tunnel == nil { Glibc.close(fd) }
+            if tunnel == nil { Platform.close(fd) }
         }
         tunnel = nil
         fd = -1

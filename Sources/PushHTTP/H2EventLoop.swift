@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
 /// The HTTP/2 engine's face to other threads: a command queue under one lock and a wake-up (an eventfd, or a pipe)
@@ -55,15 +56,15 @@ final class H2EventLoop: Sendable {
     let counters: HTTPCounters
     /// Written only under `shared`'s lock while running; closed by the thread after it has
     /// seen the phase change under that lock, so no write reaches a closed descriptor.
-    /// The backend's poller (H2Poller.swift) as created, with `wakeup` registered; the loop
-    /// thread works on its own copy.
-    let poller: H2Poller
-    let wakeup: H2Wakeup
+    /// The platform's selector (PushPlatform: epoll, or poll(2)) as created, with `wakeup`
+    /// registered; the loop thread works on its own copy.
+    let poller: PlatformSelectorBackend
+    let wakeup: PlatformWakeupBackend
     private let shared = Locked(Shared())
     /// The loop's thread, set once it has started (before `start` returns the loop).
     private let thread = Locked<PushThread?>(nil)
 
-    private init(settings: Settings, counters: HTTPCounters, wakeup: H2Wakeup, poller: H2Poller) {
+    private init(settings: Settings, counters: HTTPCounters, wakeup: PlatformWakeupBackend, poller: PlatformSelectorBackend) {
         self.settings = settings
         self.counters = counters
         self.wakeup = wakeup
@@ -71,13 +72,18 @@ final class H2EventLoop: Sendable {
     }
 
     static func start(settings: Settings, counters: HTTPCounters) throws(HTTPClientError) -> H2EventLoop {
-        let wakeup = try H2Wakeup.make()
-        let poller: H2Poller
+        let wakeup: PlatformWakeupBackend
         do {
-            poller = try H2Poller.make(wake: wakeup)
+            wakeup = try PlatformWakeupBackend.make()
+        } catch {
+            throw HTTPClientError(.other, detail: error.description)
+        }
+        let poller: PlatformSelectorBackend
+        do {
+            poller = try PlatformSelectorBackend.make(wake: wakeup)
         } catch {
             wakeup.close()
-            throw error
+            throw HTTPClientError(.other, detail: error.description)
         }
         let handle = H2EventLoop(settings: settings, counters: counters, wakeup: wakeup, poller: poller)
         let thread: PushThread

@@ -6,9 +6,10 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import Synchronization
 
-/// The HTTP/2 engine's thread: the poller (H2Poller.swift: epoll, or poll(2)) over every connection's socket and the wake-up;
+/// The HTTP/2 engine's thread: the platform's selector (PushPlatform: epoll, or poll(2)) over every connection's socket and the wake-up;
 /// per origin, a pool of connections that honours each server's SETTINGS_MAX_CONCURRENT_STREAMS
 /// and a queue of requests waiting for a stream. Everything here runs on that one thread.
 ///
@@ -21,7 +22,7 @@ final class H2Loop {
     let settings: H2EventLoop.Settings
     let counters: HTTPCounters
     /// Readiness of every connection's socket and of the wake-up (token 0).
-    var poller: H2Poller
+    var poller: PlatformSelectorBackend
     /// nghttp2's callback table and options, shared by every session of this loop (nil only
     /// if nghttp2 could not allocate them: every connection then fails with a clear error).
     let callbacks: OpaquePointer?

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 
 /// A resolved address to connect to, as bytes of a `sockaddr_in`/`sockaddr_in6`.
 struct SocketAddress: Sendable {
@@ -16,7 +17,7 @@ struct SocketAddress: Sendable {
     static func resolve(host: String, port: Int, numericOnly: Bool) -> Result<[SocketAddress], HTTPClientError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = Platform.streamSocketType
         hints.ai_flags = AI_NUMERICSERV | (numericOnly ? AI_NUMERICHOST : AI_ADDRCONFIG)
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 
 /// Reads a credential file (an APNs `.p8` key, a service-account JSON) without ever blocking or
 /// slurping: a regular file only (a FIFO would wait for a writer forever, /dev/zero never
@@ -29,7 +30,7 @@ package enum CredentialFile {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { Platform.read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw PushCredentialError.unreadable.with("\(setting): error reading \(path): \(String(cString: strerror(errno)))")

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushEnvelope
 import PushHTTP
 import PushTransports
@@ -67,7 +68,7 @@ extension PushRelayConfiguration {
             }
             server.connectionMemoryLimitBytes = bytes
         }
-        let descriptors = Int(hapi_descriptor_limit())
+        let descriptors = Platform.descriptorLimit ?? -1
         if let limit = try reader.count("RELAY_MAX_CONNECTIONS", allowZero: false) {
             if descriptors > 0, limit > descriptors - Server.reservedDescriptors {
                 throw PushRelayStartupError(

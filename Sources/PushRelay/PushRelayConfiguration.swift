@@ -1,6 +1,7 @@
 import CHapiMicrohttpd
 public import PushTransports
 import PushHTTP
+import PushPlatform
 
 /// Everything `hapi-push-relay` runs with. `init(environment:)` reads the official relay's
 /// variables (docs/relay.md); tests and embedders may also build one directly.
@@ -68,8 +69,8 @@ public struct PushRelayConfiguration: Sendable {
         /// `RELAY_MAX_CONNECTIONS`'s default: as many as the process's soft descriptor limit
         /// allows, less `reservedDescriptors` (at least 64).
         public static var defaultConnectionLimit: Int {
-            let descriptors = Int(hapi_descriptor_limit())
-            return descriptors > 0 ? max(64, descriptors - reservedDescriptors) : 1024
+            guard let descriptors = Platform.descriptorLimit else { return 1024 }
+            return max(64, descriptors - reservedDescriptors)
         }
 
         /// libmicrohttpd polling threads (each with its own epoll set). They only parse and

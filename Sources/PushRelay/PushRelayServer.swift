@@ -2,6 +2,7 @@ import CHapiMicrohttpd
 import PushHTTP
 import PushTransports
 import PushSync
+import PushPlatform
 
 /// `hapi-push-relay` as a library: the official push relay's HTTP API (`POST /v1/push`,
 /// `GET /health`) on libmicrohttpd, forwarding sealed envelopes to APNs and FCM over one
@@ -233,8 +234,7 @@ public final class PushRelayServer: Sendable {
     /// for itself. Returns the soft limit now in force (nil if unknown).
     @discardableResult
     public static func raiseDescriptorLimit() -> Int? {
-        let limit = hapi_raise_descriptor_limit()
-        return limit > 0 ? Int(limit) : nil
+        Platform.raiseDescriptorLimit()
     }
 
     /// Connections closed for missing the request deadline, and idle ones closed to make room

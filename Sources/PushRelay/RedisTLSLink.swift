@@ -7,6 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 
 /// The client side of `rediss://`: TLS 1.2 or later, the peer always verified against the
 /// system trust store plus the operator's extra CA, its name checked (or its address, for an
@@ -67,12 +68,12 @@ final class RedisTLSLink: RedisLink {
         let deadline = monotonicMilliseconds() + Int64(connectMilliseconds)
         let fd = try openSocket(host: host, port: port, deadline: deadline, timeoutMilliseconds: connectMilliseconds)
         guard let ssl = SSL_new(context.raw) else {
-            Glibc.close(fd)
+            Platform.close(fd)
             throw RedisLinkError(.unavailable, "cannot make a TLS session: \(drainErrors())")
         }
         func abandon() {
             SSL_free(ssl)
-            Glibc.close(fd)
+            Platform.close(fd)
         }
         _ = SSL_set_fd(ssl, fd)
         SSL_set_connect_state(ssl)
@@ -168,7 +169,7 @@ final class RedisTLSLink: RedisLink {
         _ = SSL_shutdown(ssl)  // one non-blocking close_notify, not waited for
         ERR_clear_error()
         SSL_free(ssl)
-        Glibc.close(fd)
+        Platform.close(fd)
         hapi_redis_reader_free(reader)
     }
 
@@ -227,7 +228,7 @@ final class RedisTLSLink: RedisLink {
     private static func openSocket(host: String, port: Int, deadline: Int64, timeoutMilliseconds: Int) throws(RedisLinkError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_socktype = Platform.streamSocketType
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
         guard rc == 0, let list else {
@@ -239,12 +240,12 @@ final class RedisTLSLink: RedisLink {
         var cursor: UnsafeMutablePointer<addrinfo>? = list
         while let entry = cursor {
             cursor = entry.pointee.ai_next
-            let fd = socket(entry.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = Platform.makeStreamSocket(family: entry.pointee.ai_family)
             guard fd >= 0 else {
                 failure = String(cString: strerror(errno))
                 continue
             }
-            var connected = Glibc.connect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen) == 0
+            var connected = Platform.connect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen) == 0
             if !connected, errno == EINPROGRESS {
                 if wait(fd, events: Int16(POLLOUT), until: deadline) {
                     var error: Int32 = 0
@@ -264,7 +265,7 @@ final class RedisTLSLink: RedisLink {
                 setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<Int32>.size))
                 return fd
             }
-            Glibc.close(fd)
+            Platform.close(fd)
         }
         throw RedisLinkError(.unavailable, failure)
     }

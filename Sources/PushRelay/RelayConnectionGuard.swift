@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
 /// What libmicrohttpd does not do by itself against slow and greedy clients: a deadline for a
@@ -172,11 +173,14 @@ final class RelayConnectionGuard: Sendable {
     // MARK: - Events (on libmicrohttpd's threads)
 
     func connectionStarted(_ connection: OpaquePointer) {
-        let socket = hapi_mhd_connection_fd(connection)
-        let key = Self.key(connection)
+        let address = settings.connectionsPerAddress > 0 ? Self.clientAddress(connection) : ""
+        started(key: Self.key(connection), socket: hapi_mhd_connection_fd(connection), address: address)
+    }
+
+    /// A connection opened (`key` names it until `closed(key:)`), on `socket`, from `address`.
+    func started(key: UInt, socket: Int32, address: String) {
         let now = Self.now()
         let perAddress = settings.connectionsPerAddress
-        let address = perAddress > 0 ? Self.clientAddress(connection) : ""
         state.withLock { state in
             state.serial += 1
             state.records[key] = Record(socket: socket, address: address, phase: .waiting, since: now, serial: state.serial)
@@ -205,29 +209,56 @@ final class RelayConnectionGuard: Sendable {
     private func makeRoom(for key: UInt, address: String, limit: Int, _ state: inout State) -> Bool {
         guard let keys = state.byAddress[address], keys.count > limit else { return true }
         var live = 0
-        var oldest: (key: UInt, since: Int64, serial: UInt64)?
+        var candidates: [(key: UInt, since: Int64, serial: UInt64)] = []
         for other in keys {
             guard let record = state.records[other], record.phase != .closing else { continue }
             live += 1
             guard other != key, record.evictable else { continue }
-            if let current = oldest, (current.since, current.serial) <= (record.since, record.serial) { continue }
-            oldest = (other, record.since, record.serial)
+            candidates.append((other, record.since, record.serial))
         }
         guard live > limit else { return true }
-        guard let oldest, let record = state.records[oldest.key] else {
+        candidates.sort { ($0.since, $0.serial) < ($1.since, $1.serial) }
+        // The oldest incomplete connection, unless a whole request head already waits in its
+        // socket for libmicrohttpd to read (it is about to be answered, not slow: a client's
+        // fresh connection during a burst of the attacker's); a few are asked, oldest first.
+        let victim = candidates.prefix(Self.pendingHeadProbes).first { candidate in
+            guard let record = state.records[candidate.key], record.phase == .waiting || record.phase == .head else { return true }
+            return !Self.headPending(record.socket)
+        } ?? candidates.first
+        guard let victim, let record = state.records[victim.key] else {
             if let record = state.records[key] { shutdown(record.socket, Int32(SHUT_RDWR)) }
             state.records[key]?.phase = .closing
             state.addressRefused += 1
             return false
         }
         shutdown(record.socket, Int32(SHUT_RDWR))
-        state.records[oldest.key]?.phase = .closing
+        state.records[victim.key]?.phase = .closing
         state.addressEvicted += 1
         return true
     }
 
-    func connectionClosed(_ connection: OpaquePointer) {
-        let key = Self.key(connection)
+    /// How many of an address's oldest incomplete connections `makeRoom` asks about a waiting
+    /// head before it closes the oldest regardless.
+    static let pendingHeadProbes = 8
+
+    /// Whether the socket's receive queue holds the end of a request head (an empty line) that
+    /// libmicrohttpd has not read yet. A peek, never a read: the bytes stay for libmicrohttpd.
+    static func headPending(_ socket: Int32) -> Bool {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            let count = recv(socket, base, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+            guard count >= 4 else { return false }
+            let bytes = UnsafeBufferPointer(start: base, count: count)
+            for index in 3..<count where bytes[index] == 10 && bytes[index - 1] == 13 && bytes[index - 2] == 10 && bytes[index - 3] == 13 {
+                return true
+            }
+            return false
+        }
+    }
+
+    func connectionClosed(_ connection: OpaquePointer) { closed(key: Self.key(connection)) }
+
+    func closed(key: UInt) {
         state.withLock { state in
             guard let record = state.records.removeValue(forKey: key), !record.address.isEmpty else { return }
             guard var keys = state.byAddress[record.address] else { return }
@@ -249,7 +280,7 @@ final class RelayConnectionGuard: Sendable {
         let key = Self.key(connection)
         let now = Self.now()
         // On the connection's own thread: its socket is open; ask the kernel before the lock.
-        let mark = markBytes ? max(0, hapi_tcp_bytes_received(hapi_mhd_connection_fd(connection))) : 0
+        let mark = markBytes ? max(0, Platform.tcpBytesReceived(hapi_mhd_connection_fd(connection))) : 0
         state.withLock { state in
             guard var record = state.records[key], record.phase != .closing, record.phase != phase else { return }
             state.serial += 1
@@ -284,7 +315,7 @@ final class RelayConnectionGuard: Sendable {
         // Bytes since the phase began: a request has started. Its first byte came after the
         // previous probe (which saw none), so the deadline counts from then, or from the
         // phase's start if later.
-        let started = waiting.filter { hapi_tcp_bytes_received($0.socket) > $0.mark }
+        let started = waiting.filter { Platform.tcpBytesReceived($0.socket) > $0.mark }
         return state.withLock { state in
             guard !state.stopped else { return false }
             let previous = state.lastProbe

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
 /// Writes log lines to a file descriptor (stdout by default) from a thread of its own, so a
@@ -89,7 +90,7 @@ final class RelayLogWriter: Sendable {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { raw in
-                Glibc.write(descriptor, raw.baseAddress.map { $0 + offset }, bytes.count - offset)
+                Platform.write(descriptor, raw.baseAddress.map { $0 + offset }, bytes.count - offset)
             }
             if written > 0 {
                 offset += written

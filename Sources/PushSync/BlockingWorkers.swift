@@ -1,4 +1,4 @@
-import CHapiLinux
+import PushPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -160,7 +160,7 @@ package final class BlockingWorkers<Resource>: @unchecked Sendable {
             let deadline = monotonicNanoseconds() + idleSpinNanoseconds
             var moved = false
             repeat {
-                for _ in 0..<32 { hapi_cpu_relax() }
+                for _ in 0..<32 { Platform.cpuRelax() }
                 if state.enqueued.load(ordering: .relaxed) != seen {
                     moved = true
                     break

@@ -1,4 +1,4 @@
-import CHapiLinux
+import PushPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -75,15 +75,18 @@ package final class PushThread: Sendable {
     package static func start(
         name: String, stackSize: Int = standardStackSize, _ body: sending @escaping () -> Void
     ) throws(PushThreadError) -> PushThread {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        let sized = pthread_attr_setstacksize(&attributes, stackSize)
+        // Allocated, not a Swift value: glibc's headers also declare `pthread_attr_t` in the
+        // epoll shim's, and the value's initializer would be looked up there.
+        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        defer { attributes.deallocate() }
+        pthread_attr_init(attributes)
+        defer { pthread_attr_destroy(attributes) }
+        let sized = pthread_attr_setstacksize(attributes, stackSize)
         guard sized == 0 else { throw PushThreadError(name: name, call: "pthread_attr_setstacksize", code: sized) }
         let state = WaitableLocked(ThreadLife())
         let start = Unmanaged.passRetained(ThreadStart(name: name, body: body, life: state)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, &attributes, threadMain, start)
+        let rc = pthread_create(&thread, attributes, threadMain, start)
         guard rc == 0 else {
             Unmanaged<ThreadStart>.fromOpaque(start).release()
             throw PushThreadError(name: name, call: "pthread_create", code: rc)
@@ -165,7 +168,7 @@ package final class PushThread: Sendable {
 private func threadMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
     guard let raw else { return nil }
     let start = Unmanaged<ThreadStart>.fromOpaque(raw).takeRetainedValue()
-    hapi_name_this_thread(start.name)
+    Platform.nameThisThread(start.name)
     start.body?()
     // Release the body's captures (a loop, a connection) before anyone is told it ended.
     start.body = nil

@@ -1,4 +1,3 @@
-import CHapiLinux
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

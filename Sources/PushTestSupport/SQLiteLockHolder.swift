@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
 /// `hapi-push-testsupport registry-lock`: another process holding SQLite's write lock until
@@ -39,7 +40,7 @@ public final class SQLiteLockHolder: @unchecked Sendable {
             seen += buffer[..<count]
         }
         guard String(decoding: seen, as: UTF8.self).contains("locked\n") else {
-            Glibc.kill(process.processIdentifier, SIGKILL)
+            Platform.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw LockHolderError(output: String(decoding: seen, as: UTF8.self))
         }
@@ -47,7 +48,7 @@ public final class SQLiteLockHolder: @unchecked Sendable {
 
     deinit {
         if process.isRunning {
-            Glibc.kill(process.processIdentifier, SIGKILL)
+            Platform.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }

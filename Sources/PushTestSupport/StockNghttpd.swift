@@ -1,4 +1,5 @@
 import Foundation
+import PushPlatform
 
 /// Debian's stock `nghttpd` (package nghttp2-server) on 127.0.0.1 with `--echo-upload`, so a
 /// POST to any path is answered 200 with its own body: an HTTP/2 peer that is not ours, to
@@ -73,7 +74,7 @@ public final class StockNghttpd: @unchecked Sendable {
     static func waitForListener(port: Int, process: Process) -> Bool {
         for _ in 0..<200 {
             guard process.isRunning else { return false }
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")

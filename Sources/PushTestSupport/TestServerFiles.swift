@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 
 /// What the test servers that are not ours (`nghttpd`, `redis-server`, PostgreSQL) need before
 /// they start: a free loopback port and a throwaway CA with one server certificate, made with
@@ -17,7 +18,7 @@ public enum TestServerFiles {
 
     /// A port the kernel just handed out on 127.0.0.1 (closed again for the server to take).
     public static func freePort() throws(Failure) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         guard fd >= 0 else { throw Failure(description: "socket(): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var address = sockaddr_in()

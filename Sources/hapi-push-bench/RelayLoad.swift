@@ -1,4 +1,3 @@
-import CHapiLinux
 import CHapiOpenSSL
 import Foundation
 #if canImport(Glibc)
@@ -8,9 +7,10 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 
-/// Load for `make bench relayload`: hubs on kept-alive HTTP/1.1 connections (one epoll loop on a
+/// Load for `make bench relayload`: hubs on kept-alive HTTP/1.1 connections (one selector loop on a
 /// thread of its own), slow clients dripping partial requests, and a `/health` probe on fresh
 /// connections. Loopback only, bounded in connections and seconds.
 
@@ -23,7 +23,7 @@ func loadNow() -> Int64 {
 
 /// A non-blocking (or blocking) TCP socket from `source` to 127.0.0.1:`port`; nil if it fails.
 func loadSocket(port: Int, source: String, blocking: Bool) -> Int32? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | (blocking ? 0 : Int32(SOCK_NONBLOCK.rawValue)), 0)
+    let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: !blocking, closeOnExec: false)
     guard fd >= 0 else { return nil }
     var local = sockaddr_in()
     local.sin_family = sa_family_t(AF_INET)
@@ -107,11 +107,10 @@ final class HubLoad: @unchecked Sendable {
         return Array("POST /v1/push HTTP/1.1\r\nHost: relay.bench\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
     }
 
-    #if os(Linux) && !HAPI_PUSH_PORTABLE
     func run() -> Result {
         var result = Result()
-        let epoll = hapi_epoll_create()
-        defer { close(epoll) }
+        guard var selector = try? PlatformSelectorBackend.make() else { return result }
+        defer { selector.close() }
         let started = loadNow()
         // Connect at most 500 at a time: the listen backlog is bounded.
         var index = 0
@@ -123,13 +122,13 @@ final class HubLoad: @unchecked Sendable {
             while pending < 500, index < total {
                 let source = sources[index / perSource]
                 if let fd = loadSocket(port: port, source: source, blocking: false) {
-                    _ = hapi_epoll_set(epoll, fd, UInt32(HAPI_EPOLL_OUT), UInt64(connections.count), 1)
+                    _ = selector.set(fd, events: PlatformReadiness.writable, token: UInt64(connections.count), add: true)
                     connections.append(Connection(fd: fd, token: index))
                     pending += 1
                 }
                 index += 1
             }
-            let count = hapi_epoll_wait(epoll, &tokens, &flags, 256, 100)
+            let count = selector.wait(tokens: &tokens, readiness: &flags, timeout: 100)
             for token in tokens.prefix(max(0, Int(count))) {
                 let slot = Int(token)
                 var error: Int32 = 0
@@ -139,10 +138,10 @@ final class HubLoad: @unchecked Sendable {
                 connections[slot].connecting = false
                 if error == 0 {
                     result.connected += 1
-                    _ = hapi_epoll_set(epoll, connections[slot].fd, UInt32(HAPI_EPOLL_IN), UInt64(slot), 0)
+                    _ = selector.set(connections[slot].fd, events: PlatformReadiness.readable, token: UInt64(slot), add: false)
                 } else {
                     connections[slot].open = false
-                    _ = hapi_epoll_remove(epoll, connections[slot].fd)
+                    selector.remove(connections[slot].fd)
                     close(connections[slot].fd)
                 }
             }
@@ -193,7 +192,7 @@ final class HubLoad: @unchecked Sendable {
                         token = connections[slot].token
                     }
                     let bytes = request(token: token)
-                    let sent = bytes.withUnsafeBytes { send(connections[slot].fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    let sent = bytes.withUnsafeBytes { Platform.send(connections[slot].fd, $0.baseAddress, $0.count) }
                     if sent != bytes.count {
                         connections[slot].open = false
                         result.dropped += 1
@@ -207,7 +206,7 @@ final class HubLoad: @unchecked Sendable {
                 }
                 wheelTime += slotMilliseconds
             }
-            let count = hapi_epoll_wait(epoll, &tokens, &flags, 256, 5)
+            let count = selector.wait(tokens: &tokens, readiness: &flags, timeout: 5)
             for token in tokens.prefix(max(0, Int(count))) {
                 let slot = Int(token)
                 guard connections[slot].open else { continue }
@@ -215,7 +214,7 @@ final class HubLoad: @unchecked Sendable {
                 if received <= 0 {
                     if received < 0, errno == EAGAIN { continue }
                     connections[slot].open = false
-                    _ = hapi_epoll_remove(epoll, connections[slot].fd)
+                    selector.remove(connections[slot].fd)
                     result.dropped += 1
                     if connections[slot].sentAt != 0 { result.unanswered += 1 }
                     continue
@@ -237,9 +236,6 @@ final class HubLoad: @unchecked Sendable {
         for connection in connections { close(connection.fd) }
         return result
     }
-    #else
-    // The client loop needs the Linux poller; elsewhere `benchRelayLoad` says so and does not run it.
-    #endif
 
     /// The status and length of a whole HTTP/1.1 answer at the start of `bytes`.
     static func answer(in bytes: [UInt8]) -> (status: Int, length: Int)? {
@@ -295,7 +291,7 @@ final class HealthProbe: Sendable {
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let request = Array("GET /health HTTP/1.1\r\nHost: relay.bench\r\n\r\n".utf8)
-        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return false }
+        guard Platform.send(fd, request, request.count) == request.count else { return false }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -321,7 +317,7 @@ final class SlowClients: Sendable {
                 for _ in 0..<count {
                     guard let fd = loadSocket(port: port, source: source, blocking: true) else { continue }
                     let head = Array("POST /v1/push HTTP/1.1\r\nHost: relay.bench\r\n".utf8)
-                    _ = send(fd, head, head.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                    _ = Platform.send(fd, head, head.count, flags: Int32(MSG_DONTWAIT))
                     sockets.append(fd)
                 }
             }
@@ -338,7 +334,7 @@ final class SlowClients: Sendable {
                 if loadNow() - lastDrip >= Int64(dripSeconds) * 1000 {
                     lastDrip = loadNow()
                     var drip: UInt8 = 0x58
-                    for fd in sockets { _ = send(fd, &drip, 1, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    for fd in sockets { _ = Platform.send(fd, &drip, 1, flags: Int32(MSG_DONTWAIT)) }
                 }
                 usleep(200_000)
             }

@@ -792,7 +792,6 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 /// issue's loads: 10,000 hubs on kept-alive connections, then the slow-client attack from one
 /// address and from eight. Loopback only; each phase bounded in connections and seconds.
 func benchRelayLoad() async throws {
-    #if os(Linux) && !HAPI_PUSH_PORTABLE
     let descriptors = PushRelayServer.raiseDescriptorLimit() ?? 0
     print("\n== Relay under load (hapi-push-relay process, default limits; loopback; descriptors \(descriptors)) ==")
     guard descriptors >= 10_600 else {
@@ -881,9 +880,6 @@ func benchRelayLoad() async throws {
     }
     process.terminate()
     process.waitUntilExit()
-    #else
-    print("\n== Relay under load: not run (its load client runs on Linux's poller only) ==")
-    #endif
 }
 
 /// `hapi-push-bench [envelope] [registry] [postgres] [http] [dispatch] [send] [nghttpd] [relay] [relayload] [proxy] [webpush]`: all sections by default.

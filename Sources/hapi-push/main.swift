@@ -1,4 +1,6 @@
-import CHapiLinux
+#if os(Linux) && !HAPI_PUSH_PORTABLE
+import CHapiMallocArena
+#endif
 import Foundation
 import PushNative
 

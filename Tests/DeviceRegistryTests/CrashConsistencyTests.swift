@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushEnvelope
 import Testing
 
@@ -136,7 +137,7 @@ final class AckingChild {
     }
 
     deinit {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { Platform.kill(process.processIdentifier, SIGKILL) }
     }
 
     /// Kills the child at `moment` and returns every complete line it printed before dying.
@@ -149,7 +150,7 @@ final class AckingChild {
             usleep(UInt32(milliseconds) * 1000)
         }
         let wasRunning = process.isRunning
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        Platform.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         ended =
             process.terminationReason == .uncaughtSignal

@@ -1,5 +1,6 @@
 import Foundation
 import PushLoopbackServer
+import PushPlatform
 import PushSync
 import Testing
 
@@ -136,7 +137,7 @@ final class NeverAnsweringIPv6Listener {
     private var descriptors: [Int32] = []
 
     init(port: Int) throws {
-        let listener = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = Platform.makeStreamSocket(family: AF_INET6, nonBlocking: false, closeOnExec: false)
         try #require(listener >= 0, "socket(AF_INET6): \(String(cString: strerror(errno)))")
         descriptors.append(listener)
         var one: Int32 = 1
@@ -158,12 +159,12 @@ final class NeverAnsweringIPv6Listener {
 
     /// Starts a non-blocking connect and waits for it; true if it completed.
     private func connect(port: Int, waitMilliseconds: Int32) throws -> Bool {
-        let client = socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let client = Platform.makeStreamSocket(family: AF_INET6, closeOnExec: false)
         try #require(client >= 0)
         descriptors.append(client)
         var address = Self.loopback(port: port)
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Platform.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
         }
         var entry = pollfd(fd: client, events: Int16(POLLOUT), revents: 0)
         return poll(&entry, 1, waitMilliseconds) == 1
@@ -178,7 +179,7 @@ final class NeverAnsweringIPv6Listener {
     }
 
     func close() {
-        for descriptor in descriptors { Glibc.close(descriptor) }
+        for descriptor in descriptors { Platform.close(descriptor) }
         descriptors = []
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import PushLoopbackServer
 import PushSync
 import Testing
+import PushPlatform
 
 @testable import PushHTTP
 
@@ -660,7 +661,7 @@ import Testing
     /// A TCP port on 127.0.0.1 that refuses connections: bound (so nobody else takes it) but
     /// not listening.
     static func boundButNotListening() throws -> (Int32, Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         try #require(fd >= 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

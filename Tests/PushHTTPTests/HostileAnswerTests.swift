@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 import Testing
 
@@ -20,7 +21,7 @@ final class GarbageServer: @unchecked Sendable {
     private let thread: Thread
 
     init(answer: [UInt8]) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -44,7 +45,7 @@ final class GarbageServer: @unchecked Sendable {
                 guard client >= 0 else { continue }
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 _ = recv(client, &buffer, buffer.count, 0)  // the request (or most of it)
-                _ = answer.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = answer.withUnsafeBytes { Platform.send(client, $0.baseAddress, $0.count) }
                 shutdown(client, Int32(SHUT_WR))
                 usleep(20_000)
                 close(client)

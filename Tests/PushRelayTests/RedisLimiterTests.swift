@@ -2,6 +2,7 @@ import Foundation
 import PushEnvelope
 import PushSync
 import Testing
+import PushPlatform
 
 @testable import PushRelay
 
@@ -292,7 +293,7 @@ final class EndlessReplyServer: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init() throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        listener = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -325,7 +326,7 @@ final class EndlessReplyServer: @unchecked Sendable {
             _ = recv(client, &request, request.count, 0)
             var payload = header
             while !stopping.withLock({ $0 }) {
-                let rc = payload.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let rc = payload.withUnsafeBytes { Platform.send(client, $0.baseAddress, $0.count) }
                 guard rc > 0 else { break }
                 sent.withLock { $0 += rc }
                 payload = chunk

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 import PushTestSupport
 
@@ -204,7 +205,7 @@ final class RedisTestServer: @unchecked Sendable {
         for _ in 0..<500 {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid { return false }
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")

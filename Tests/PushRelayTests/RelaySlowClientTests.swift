@@ -269,6 +269,37 @@ import Testing
         connectionGuard.stop()
     }
 
+    /// Under the per-address limit, an incomplete connection whose whole request head already
+    /// waits in its socket (a client's fresh connection libmicrohttpd has not read yet, during a
+    /// burst of the attacker's) is passed over for the next oldest; the bytes stay unread.
+    @Test func theLimitPassesOverAConnectionWhoseHeadWaitsUnread() throws {
+        let connectionGuard = RelayConnectionGuard(
+            settings: .init(connectionLimit: 100, headDeadlineMilliseconds: 10_000, bodyDeadlineMilliseconds: 10_000, connectionsPerAddress: 2))
+        var pairs: [(server: Int32, peer: Int32)] = []
+        defer { for pair in pairs { close(pair.server); close(pair.peer) } }
+        for _ in 0..<3 {
+            var fds: [Int32] = [-1, -1]
+            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+            pairs.append((fds[0], fds[1]))
+        }
+        let head = "GET /health HTTP/1.1\r\nHost: relay.test\r\n\r\n"
+        // The oldest has sent a whole head; the next only part of one; the third is new.
+        #expect(TestSocket.send(pairs[0].peer, head))
+        #expect(TestSocket.send(pairs[1].peer, "POST /v1/push HTTP/1.1\r\nHost: re"))
+        #expect(RelayConnectionGuard.headPending(pairs[0].server))
+        #expect(!RelayConnectionGuard.headPending(pairs[1].server))
+        for (index, pair) in pairs.enumerated() { connectionGuard.started(key: UInt(index + 1), socket: pair.server, address: "127.0.0.2") }
+        #expect(!TestSocket.isClosed(pairs[0].peer), "the connection with a whole head waiting is kept")
+        #expect(TestSocket.isClosed(pairs[1].peer), "the next oldest incomplete one made room")
+        #expect(!TestSocket.isClosed(pairs[2].peer))
+        #expect(connectionGuard.addressCounts.evicted == 1)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = recv(pairs[0].server, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        #expect(count > 0 && String(decoding: buffer.prefix(max(0, count)), as: UTF8.self) == head, "the peek left the head for libmicrohttpd")
+        for index in 1...3 { connectionGuard.closed(key: UInt(index)) }
+        #expect(connectionGuard.openConnections == 0)
+    }
+
     @Test func aChunkedBodyPastTheCapIsAnswered413AndTheConnectionServesOn() async throws {
         let relay = try RelayFixture()
         let port = relay.server.port

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushEnvelope
 import PushHTTP
 import PushLoopbackServer
@@ -188,7 +189,7 @@ enum RawHTTP {
 
     /// Opens a connection and keeps it (idle) until `close`; nil when refused.
     static func open(port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         guard fd >= 0 else { return nil }
         var remote = sockaddr_in()
         remote.sin_family = sa_family_t(AF_INET)
@@ -218,7 +219,7 @@ enum RawHTTP {
     private static func exchangeBlocking(
         port: Int, _ bytes: [UInt8], source: String, timeoutSeconds: Int, detectClose: Bool, expectBody: Bool
     ) -> Answer? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
@@ -240,7 +241,7 @@ enum RawHTTP {
         guard connected == 0 else { return nil }
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeBytes { Platform.send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset) }
             if sent <= 0 { break }  // the server may stop reading (that is what some tests check)
             offset += sent
         }

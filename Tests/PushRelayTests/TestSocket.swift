@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 
 @testable import PushRelay
 
@@ -14,7 +15,7 @@ import Darwin
 enum TestSocket {
     /// A connected socket from `source`, or nil.
     static func connect(port: Int, source: String = "127.0.0.1") -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false, closeOnExec: false)
         guard fd >= 0 else { return nil }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -30,7 +31,7 @@ enum TestSocket {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             } == 0
             && withUnsafePointer(to: &remote) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Platform.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             } == 0
         guard ok else {
             close(fd)
@@ -45,7 +46,7 @@ enum TestSocket {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeBytes { Platform.send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset) }
             if sent <= 0 { return false }
             offset += sent
         }

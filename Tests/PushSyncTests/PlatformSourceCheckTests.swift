@@ -10,6 +10,8 @@ import Testing
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     private static let linuxOnly = "ep" + "oll"
+    /// The platform layer's Linux backend file.
+    private static let linuxBackend = "Sources/PushPlatform/SelectorEp" + "oll.swift"
 
     /// Runs the script on `root`; its exit status and what it printed.
     private static func check(_ root: URL) throws -> (status: Int32, output: String) {
@@ -66,28 +68,63 @@ import Testing
         #expect(result.output.contains("Tests/PushSyncTests/Planted.swift:2: import Glibc outside"), "\(result.output)")
     }
 
-    @Test func failsOnALinuxOnlyNameOutsideTheLinuxBackend() throws {
+    @Test func failsOnAPlatformNameOutsideThePlatformLayer() throws {
         for (path, text) in [
             ("Sources/PushSync/Planted.swift", "let planted = \(Self.linuxOnly)_create1(0)\n"),
             ("Sources/CHapiOpenSSL/planted.h", "#include <sys/\(Self.linuxOnly).h>\n"),
             ("Sources/CHapiOpenSSL/planted2.h", "#include <mall" + "oc.h>\n"),
+            ("Sources/PushSync/Planted.swift", "let planted = mall" + "opt(1, 1)\n"),
+            ("Sources/PushHTTP/Planted.swift", "let planted = send(0, nil, 0, Int32(MSG_" + "NOSIGNAL))\n"),
+            ("Sources/PushRelay/Planted.swift", "let planted = Int32(SOCK_" + "CLOEXEC.rawValue)\n"),
+            ("Sources/PushRelay/Planted.swift", "let planted = Int32(SOCK_" + "NONBLOCK.rawValue)\n"),
+            ("Sources/CHapiMicrohttpd/planted.h", "int planted = TCP_" + "INFO;\n"),
+            ("Sources/PushSync/Planted.swift", "let planted = SO_" + "NOSIGPIPE\n"),
+            ("Sources/PushSync/Planted.swift", "let planted = TCP_" + "CONNECTION_INFO\n"),
+            ("Sources/PushSync/Planted.swift", "let planted = pthread_" + "setname_np(\"x\")\n"),
+            ("Tests/PushSyncTests/Planted.swift", "let planted = get" + "rlimit(0, nil)\n"),
         ] {
             let copy = try Self.plantedCopy { try Self.append(text, to: path, in: $0) }
             defer { try? FileManager.default.removeItem(at: copy) }
             let result = try Self.check(copy)
+            #expect(result.status == 1, "\(text)")
+            #expect(result.output.contains("outside the platform layer: \(path):1:"), "\(result.output)")
+        }
+        // In a comment, or in the platform layer itself: accepted.
+        let accepted = try Self.plantedCopy { copy in
+            try Self.append("// MSG_" + "NOSIGNAL, SOCK_" + "CLOEXEC\n", to: "Sources/PushSync/Planted.swift", in: copy)
+            try Self.append("let planted = Int32(MSG_" + "NOSIGNAL)\n", to: "Sources/PushPlatform/Planted.swift", in: copy)
+        }
+        defer { try? FileManager.default.removeItem(at: accepted) }
+        let result = try Self.check(accepted)
+        #expect(result.status == 0, "\(result.output)")
+    }
+
+    @Test func failsOnANameQualifiedWithOneCLibrary() throws {
+        for module in ["Glibc", "Musl", "Darwin"] {
+            let copy = try Self.plantedCopy { try Self.append("func planted() { _ = " + module + ".close(0) }\n", to: "Sources/PushHTTP/Planted.swift", in: $0) }
+            defer { try? FileManager.default.removeItem(at: copy) }
+            let result = try Self.check(copy)
             #expect(result.status == 1)
-            #expect(result.output.contains("outside the Linux backend: \(path):1:"), "\(result.output)")
+            #expect(result.output.contains("qualified with one C library outside the platform layer: Sources/PushHTTP/Planted.swift:1:"), "\(result.output)")
         }
     }
 
-    @Test func failsOnALinuxCallOutsideOSLinuxInTheBackend() throws {
-        let planted = "\nfunc planted() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#if os(Linux) && !HAPI_PUSH_PORTABLE\nfunc guarded() -> Int32 { hapi_\(Self.linuxOnly)_create() }\n#else\nfunc guarded() -> Int32 { -1 }\n#endif\n"
-        let copy = try Self.plantedCopy { try Self.append(planted, to: "Sources/PushHTTP/H2Poller.swift", in: $0) }
+    @Test func failsOnALinuxBackendWithoutItsPortableCounterpart() throws {
+        // With SelectorPoll.swift gone, the Linux backend's whole-file Linux branch has no other side.
+        let copy = try Self.plantedCopy { try FileManager.default.removeItem(at: $0.appendingPathComponent("Sources/PushPlatform/SelectorPoll.swift")) }
         defer { try? FileManager.default.removeItem(at: copy) }
         let result = try Self.check(copy)
         #expect(result.status == 1)
-        let offences = result.output.split(separator: "\n").filter { $0.contains("H2Poller.swift") }
-        #expect(offences.count == 1 && offences[0].contains("Linux-only call outside #if os(Linux)"), "\(result.output)")
+        #expect(result.output.contains("\(Self.linuxBackend):1: #if os(Linux) without a portable #else"), "\(result.output)")
+        // The same whole-file branch outside the platform layer is refused even with the counterpart there.
+        let elsewhere = try Self.plantedCopy { copy in
+            let source = copy.appendingPathComponent(Self.linuxBackend)
+            try FileManager.default.copyItem(at: source, to: copy.appendingPathComponent("Sources/PushHTTP/PlantedBackend.swift"))
+        }
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        let moved = try Self.check(elsewhere)
+        #expect(moved.status == 1)
+        #expect(moved.output.contains("Sources/PushHTTP/PlantedBackend.swift:1: #if os(Linux) without a portable #else"), "\(moved.output)")
     }
 
     @Test func failsOnALinuxBranchWithoutAPortableElse() throws {
@@ -113,10 +150,10 @@ import Testing
     }
 
     @Test func failsWhenAnAllowListedFileIsGone() throws {
-        let copy = try Self.plantedCopy { try FileManager.default.removeItem(at: $0.appendingPathComponent("Sources/hapi-push-bench/RelayLoad.swift")) }
+        let copy = try Self.plantedCopy { try FileManager.default.removeItem(at: $0.appendingPathComponent("Sources/CHapiMallocArena/shim.h")) }
         defer { try? FileManager.default.removeItem(at: copy) }
         let result = try Self.check(copy)
         #expect(result.status == 1)
-        #expect(result.output.contains("allow-listed Sources/hapi-push-bench/RelayLoad.swift does not exist"), "\(result.output)")
+        #expect(result.output.contains("allow-listed Sources/CHapiMallocArena/shim.h does not exist"), "\(result.output)")
     }
 }

@@ -1,4 +1,3 @@
-import CHapiLinux
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -7,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushSync
 import Testing
 
@@ -30,8 +30,7 @@ private func markThisThread(_ token: Int) {
 }
 
 private func thisThreadName() -> String {
-    let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
-    return comm.trimmingCharacters(in: .newlines)
+    Platform.thisThreadName()
 }
 
 private struct Unavailable: Error {}
@@ -40,12 +39,12 @@ private struct Unavailable: Error {}
     @Test func namesTheThreadAndGivesItTheStackAskedFor() throws {
         let seen = Locked<[(name: String, stack: Int)]>([])
         let small = try PushThread.start(name: "hapi-test-named", stackSize: 1 << 20) {
-            seen.withLock { $0.append((thisThreadName(), hapi_this_thread_stack_size())) }
+            seen.withLock { $0.append((thisThreadName(), Platform.thisThreadStackSize())) }
         }
         small.join()
         // The kernel keeps 15 bytes of a name; a longer one is cut, never refused.
         let standard = try PushThread.start(name: "hapi-a-very-long-thread-name") {
-            seen.withLock { $0.append((thisThreadName(), hapi_this_thread_stack_size())) }
+            seen.withLock { $0.append((thisThreadName(), Platform.thisThreadStackSize())) }
         }
         standard.join()
         let both = seen.withLock { $0 }

@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushPlatform
 import PushEnvelope
 import PushLoopbackServer
 import PushSync
@@ -516,7 +517,7 @@ final class SwitchablePort: @unchecked Sendable {
     private let control = Locked(Control())
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false)
         guard fd >= 0 else { throw LoopbackServerError(message: "socket: \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -649,7 +650,7 @@ final class SwitchablePort: @unchecked Sendable {
     }
 
     private static func connectLocal(_ port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Platform.makeStreamSocket(family: AF_INET, nonBlocking: false)
         guard fd >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -669,7 +670,7 @@ final class SwitchablePort: @unchecked Sendable {
     private static func sendAll(_ fd: Int32, _ buffer: [UInt8], _ count: Int) -> Bool {
         var offset = 0
         while offset < count {
-            let written = buffer.withUnsafeBytes { send(fd, $0.baseAddress.map { $0 + offset }, count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = buffer.withUnsafeBytes { Platform.send(fd, $0.baseAddress.map { $0 + offset }, count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
                 return false
