@@ -33,8 +33,11 @@ package enum APNsProvider: ProviderAnswerParser {
     }
 
     /// 2xx → accepted. 410 `Unregistered` or `ExpiredToken` and 400 `BadDeviceToken` → the
-    /// token is dead (a 410 without one of those reasons is no proof). `ExpiredProviderToken` →
-    /// mint a fresh JWT and send once more. 429 → throttled, retryable but for
+    /// token is dead (a 410 without one of those reasons is no proof). 403 `ExpiredProviderToken`
+    /// → mint a fresh JWT and send once more; only at 403, the status Apple answers it with:
+    /// elsewhere the reason proves nothing about our token (a proxy or a 5xx page repeating it),
+    /// and minting on it would spend the mints Apple throttles (`TooManyProviderTokenUpdates`),
+    /// so it is read as any other refusal. 429 → throttled, retryable but for
     /// `TooManyProviderTokenUpdates` (we keep the token and back off; minting again would make
     /// it worse); 5xx retryable; everything else refused with Apple's reason.
     package static func parse(status: Int, body: [UInt8], header: (String) -> String?) -> ProviderAnswer {
@@ -56,7 +59,7 @@ package enum APNsProvider: ProviderAnswerParser {
             answer.verdict = .tokenDead(since: since)
             answer.reason = .apnsBadDeviceToken
             answer.evidence = .init(kind: .malformed, reason: .apnsBadDeviceToken)
-        case (_, "ExpiredProviderToken"):
+        case (403, "ExpiredProviderToken"):
             answer.verdict = .retryWithFreshProviderToken
         case (429, "TooManyProviderTokenUpdates"):
             answer.verdict = .throttled

@@ -130,13 +130,16 @@ public final class PushRelayServer: Sendable {
         let service = RelayService(
             apns: configuration.apns.map { apns in
                 RelayAPNsForwarder(
-                    endpoint: apns.endpoint, topic: apns.credentials.bundleId, providerToken: APNsProviderToken(credentials: apns.credentials),
+                    apns: APNsClient(
+                        endpoint: apns.endpoint, topic: apns.credentials.bundleId, providerToken: APNsProviderToken(credentials: apns.credentials)),
                     client: client)
             },
             fcm: configuration.fcm.map { fcm in
                 RelayFCMForwarder(
-                    endpoint: fcm.endpoint, projectId: fcm.account.projectId, packageName: fcm.packageName,
-                    accessTokens: FCMAccessTokenProvider(account: fcm.account, client: client), client: client)
+                    fcm: FCMClient(
+                        endpoint: fcm.endpoint, projectId: fcm.account.projectId,
+                        accessTokens: FCMAccessTokenProvider(account: fcm.account, client: client)),
+                    packageName: fcm.packageName, client: client)
             },
             limiter: limiter.limiter, trustProxy: configuration.trustProxy,
             providerTimeout: configuration.providerTimeout, version: Self.version, metrics: metrics, log: sink)

@@ -59,6 +59,25 @@ struct RelayProviderOutcome: Sendable, Equatable {
         return RelayProviderOutcome(.upstream, providerStatus: status, reason: reason)
     }
 
+    /// The relay's reading of `APNsClient`'s report: a provider token that could not be had
+    /// (before sending, or when Apple asked for a fresh one after its 403) is `upstream` with
+    /// `provider_token`; everything else as `from` reads the last answer.
+    static func apns(_ report: APNsClient.Report) -> RelayProviderOutcome {
+        if report.tokenFailure != nil {
+            return RelayProviderOutcome(.upstream, providerStatus: report.answer.status, reason: PushDeliveryReason.providerToken.rawValue)
+        }
+        return from(report.answer, rateLimitedReasonFallsBack: false)
+    }
+
+    /// The relay's reading of `FCMClient`'s report: a refused OAuth exchange is `upstream` with
+    /// `oauth` and the token endpoint's status; everything else as `from` reads the answer.
+    static func fcm(_ report: FCMClient.Report) -> RelayProviderOutcome {
+        if let failure = report.tokenFailure {
+            return RelayProviderOutcome(.upstream, providerStatus: failure.status, reason: PushDeliveryReason.oauth.rawValue)
+        }
+        return from(report.answer, rateLimitedReasonFallsBack: true)
+    }
+
     static func apns(status: Int, body: [UInt8]) -> RelayProviderOutcome {
         from(APNsProvider.parse(status: status, body: body), rateLimitedReasonFallsBack: false)
     }

@@ -4,23 +4,26 @@ import PushProviders
 
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
 /// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
-/// long-lived multiplexed connection to the endpoint and one provider token.
+/// long-lived multiplexed connection to the endpoint and one provider token. What is sent and
+/// the fresh-token resend are `APNsClient`'s (the relay's too); this is the hub's policy: which
+/// deliveries go, retries through `ProviderCall`, and the report read as a `PushResult`.
 package struct APNsTransport: PushTransport {
     package var name: PushTransportName { .apns }
-    package let endpoint: String
-    package let bundleId: String
-    package let providerToken: APNsProviderToken
+    package let apns: APNsClient
     let call: ProviderCall
     let logger: any PushLogger
     let concurrency: Int
+
+    package var endpoint: String { apns.endpoint }
+    package var bundleId: String { apns.topic }
+    package var providerToken: APNsProviderToken { apns.providerToken }
 
     package init(
         endpoint: String, credentials: APNsCredentials, client: HTTPClient, providerToken: APNsProviderToken? = nil,
         retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 256, metrics: (any PushMetricsFactory)? = nil
     ) {
-        self.endpoint = endpoint.droppingTrailingSlashes
-        self.bundleId = credentials.bundleId
-        self.providerToken = providerToken ?? APNsProviderToken(credentials: credentials)
+        self.apns = APNsClient(
+            endpoint: endpoint, topic: credentials.bundleId, providerToken: providerToken ?? APNsProviderToken(credentials: credentials))
         self.call = ProviderCall(
             client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .apns))
         self.logger = logger
@@ -32,64 +35,36 @@ package struct APNsTransport: PushTransport {
         // One token for the whole batch; minting failures fail the batch once.
         let token: String
         do {
-            token = try await providerToken.token()
+            token = try await apns.token()
         } catch {
             return PushDraft.refuseAll(count, draft: draft, logger: logger, transport: name, .refused(.providerToken, detail: error.message))
         }
-        let (backingOff, batchStart) = call.batchStart()
+        let batch = call.batch()
         return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
             switch draft(index) {
             case .refused(let result): return result
             case .deliver(let delivery):
-                let result = await send(delivery, jwt: token, backingOff: backingOff, batchStart: batchStart)
+                let result = await send(delivery, jwt: token, over: batch)
                 logger.log(delivery, transport: name, result)
                 return result
             }
         }
     }
 
-    /// One push: when Apple says our token is too old, mint once (single flight across every
-    /// push that hears it) and send this push once more.
-    func send(_ delivery: PushDelivery, jwt: String, backingOff: Bool, batchStart: ContinuousClock.Instant) async -> PushResult {
-        let request: HTTPRequest
-        switch prepare(delivery, jwt: jwt) {
-        case .refuse(let result): return result
-        case .send(let prepared): request = prepared
-        }
-        if backingOff { return .refused(.endpointBackoff) }
-        let first = await call.perform(request, batchStartedAt: batchStart, secrets: [delivery.token, jwt], parse: Self.parse)
-        guard first.answer.verdict == .retryWithFreshProviderToken else { return first.result }
-        let fresh: String
-        do {
-            fresh = try await providerToken.refresh(rejected: jwt)
-        } catch {
-            var result = first.result
-            result.detail = "refresh failed: \(error.message)"
-            return result
-        }
-        guard case .send(let again) = prepare(delivery, jwt: fresh) else { return first.result }
-        var result = await call.perform(again, batchStartedAt: batchStart, secrets: [delivery.token, fresh], parse: Self.parse).result
-        result.latency += first.result.latency
-        result.attempts += first.result.attempts
+    /// One delivery: the hub's checks, then the client (with its fresh-token resend), then the
+    /// report as the hub's result.
+    func send(_ delivery: PushDelivery, jwt: String, over batch: ProviderCall.Batch) async -> PushResult {
+        guard case .envelope(let envelope) = delivery.content else { return .refused(.apnsRequiresEnvelope) }
+        guard delivery.target == .ios else { return .refused(.apnsRequiresIOSToken) }
+        let push = APNsClient.Push(token: delivery.token, envelope: envelope, priority: delivery.priority.rawValue, collapseId: delivery.collapseId)
+        return Self.result(await apns.send(push, jwt: jwt, over: batch))
+    }
+
+    /// The hub's reading of a report: the answer's verdict as it is; a fresh token that could
+    /// not be minted keeps Apple's refusal and says why in the detail.
+    static func result(_ report: APNsClient.Report) -> PushResult {
+        var result = PushResult(report.answer, latency: report.latency, attempts: report.attempts)
+        if report.askedForFreshToken, let failure = report.tokenFailure { result.detail = "refresh failed: \(failure.message)" }
         return result
-    }
-
-    func prepare(_ delivery: PushDelivery, jwt: String) -> ProviderCall.Prepared {
-        guard case .envelope(let envelope) = delivery.content else { return .refuse(.refused(.apnsRequiresEnvelope)) }
-        guard delivery.target == .ios else { return .refuse(.refused(.apnsRequiresIOSToken)) }
-        // The provider layer's token rule: anything else would change the request path.
-        guard APNsDeviceToken.isWellFormed(delivery.token) else { return .refuse(.refused(.badDeviceTokenFormat)) }
-        return .send(request(delivery, envelope: envelope, jwt: jwt))
-    }
-
-    func request(_ delivery: PushDelivery, envelope: String, jwt: String) -> HTTPRequest {
-        HTTPRequest(
-            APNsProvider.request(
-                token: delivery.token, envelope: envelope, topic: bundleId, jwt: jwt, priority: delivery.priority.rawValue,
-                collapseId: delivery.collapseId), endpoint: endpoint)
-    }
-
-    @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {
-        APNsProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
     }
 }

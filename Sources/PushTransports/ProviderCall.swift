@@ -40,6 +40,28 @@ struct ProviderCall: Sendable {
         var answer: ProviderAnswer
     }
 
+    /// One batch's way of sending, handed to a provider client (`APNsClient`, `FCMClient`):
+    /// when the endpoint is backing off, nothing is sent (`endpoint_backoff`); otherwise
+    /// `perform` with the batch's start.
+    struct Batch: ProviderExchange {
+        let call: ProviderCall
+        let backingOff: Bool
+        let startedAt: ContinuousClock.Instant
+
+        func exchange(_ request: HTTPRequest, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
+            if backingOff { return .declined(.endpointBackoff) }
+            // The client scrubs what it sent from the answer it keeps.
+            let exchanged = await call.perform(request, batchStartedAt: startedAt, secrets: [], parse: parse)
+            return ProviderExchangeResult(answer: exchanged.answer, attempts: exchanged.result.attempts, latency: exchanged.result.latency)
+        }
+    }
+
+    /// The exchange for a batch that starts now (see `batchStart`).
+    func batch() -> Batch {
+        let (backingOff, at) = batchStart()
+        return Batch(call: self, backingOff: backingOff, startedAt: at)
+    }
+
     /// Sends one request, reads each answer with `parse`, and sends it again per the policy
     /// after its own backoff (never another request's). The latency runs from this call to the
     /// last answer. A reason or detail kept from an answer never holds what we sent: `secrets`

@@ -19,6 +19,9 @@ import Testing
         (400, #"{"reason":"DeviceTokenNotForTopic"}"#, .refused, "DeviceTokenNotForTopic", false, nil),
         (400, #"{"reason":"BadTopic"}"#, .refused, "BadTopic", false, nil),
         (403, #"{"reason":"ExpiredProviderToken"}"#, .retryWithFreshProviderToken, "ExpiredProviderToken", false, nil),
+        // Only Apple's 403 asks for a fresh provider token; the reason at another status is a refusal.
+        (400, #"{"reason":"ExpiredProviderToken"}"#, .refused, "ExpiredProviderToken", false, nil),
+        (500, #"{"reason":"ExpiredProviderToken"}"#, .refused, "ExpiredProviderToken", true, nil),
         (403, #"{"reason":"InvalidProviderToken"}"#, .refused, "InvalidProviderToken", false, nil),
         (403, #"{"reason":"BadCertificateEnvironment"}"#, .refused, "BadCertificateEnvironment", false, nil),
         (413, #"{"reason":"PayloadTooLarge"}"#, .refused, "PayloadTooLarge", false, nil),

@@ -91,6 +91,44 @@ import Testing
         #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
     }
 
+    /// Issue 27: one client per provider. What a provider's answer obliges us to do to our own
+    /// credentials (a fresh APNs provider token after `403 ExpiredProviderToken`, dropping the FCM
+    /// access token after a 401) is done only by `APNsClient` and `FCMClient`, which the hub's
+    /// transports and the relay's forwarders both call; no caller keeps its own copy.
+    static let clientDuties: [(call: String, onlyIn: String)] = [
+        ("refresh(rejected:", "PushTransports/APNsClient.swift"), ("retryWithFreshProviderToken", "PushTransports/APNsClient.swift"),
+        ("invalidate(", "PushTransports/FCMClient.swift"),
+    ]
+
+    @Test func onlyTheProviderClientsActOnWhatAnAnswerSaysAboutOurCredentials() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources")
+        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { !Self.exempt.contains($0) }
+        var findings: [String] = []
+        var found: Set<String> = []
+        for module in modules.sorted() {
+            let directory = sources.appendingPathComponent(module)
+            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let code = Self.withoutComment(String(line))
+                    // Declarations (`func invalidate(`) are the token managers' own.
+                    guard !code.contains("func ") else { continue }
+                    for duty in Self.clientDuties where code.contains(duty.call) {
+                        if "\(module)/\(file)" == duty.onlyIn {
+                            found.insert(duty.call)
+                        } else {
+                            findings.append("\(module)/\(file):\(number + 1) calls \(duty.call)")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(found == Set(Self.clientDuties.map(\.call)), "the clients no longer do it: \(found)")
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
     /// The code of a line: a whole-line comment is dropped, and a trailing ` // …`.
     static func withoutComment(_ line: String) -> String {
         let trimmed = line.drop { $0 == " " || $0 == "\t" }

@@ -96,6 +96,6 @@ enum APNsTransportRequestProbe {
         let credentials = try? APNsCredentials(pem: Array((keys?.privateKeyPEM ?? "").utf8), keyId: "K", teamId: "T", bundleId: "b")
         guard let credentials, let client = try? HTTPClient() else { return HTTPRequest(url: "") }
         let transport = APNsTransport(endpoint: "https://apns.example.test", credentials: credentials, client: client)
-        return transport.request(envelopeDelivery(token: token), envelope: "AAAA", jwt: "jwt")
+        return transport.apns.request(APNsClient.Push(token: token, envelope: "AAAA", priority: 10, collapseId: "ready-s1"), jwt: "jwt")
     }
 }

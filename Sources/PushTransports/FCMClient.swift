@@ -1,0 +1,96 @@
+import PushHTTP
+package import PushProviders
+
+/// FCM HTTP v1 as both the hub (`FCMTransport`) and the relay (`RelayFCMForwarder`) send it:
+/// the request (`FCMProvider.request`), the service account's OAuth access token, and what
+/// Google's answer obliges us to do before anyone's policy reads it: a 401 says the access token
+/// is no longer taken, so it is dropped from the cache (`FCMAccessTokenProvider.invalidate`) and
+/// the next send that asks for one exchanges anew. How a request travels is the caller's
+/// `ProviderExchange`; what the report means is the caller's policy.
+package struct FCMClient: Sendable {
+    /// Scheme and authority, no trailing slash.
+    package let endpoint: String
+    package let projectId: String
+    package let accessTokens: FCMAccessTokenProvider
+
+    package init(endpoint: String, projectId: String, accessTokens: FCMAccessTokenProvider) {
+        self.endpoint = endpoint.droppingTrailingSlashes
+        self.projectId = projectId
+        self.accessTokens = accessTokens
+    }
+
+    /// One message: the registration token, what `data` carries, `HIGH` or `NORMAL`, whether a
+    /// watch that rebooted may show it, and the app it is restricted to (the relay's).
+    package struct Message: Sendable {
+        package var token: String
+        package var data: FCMProvider.Data
+        package var highPriority: Bool
+        package var directBootOK: Bool
+        package var restrictedPackage: String?
+
+        package init(token: String, data: FCMProvider.Data, highPriority: Bool, directBootOK: Bool = false, restrictedPackage: String? = nil) {
+            self.token = token
+            self.data = data
+            self.highPriority = highPriority
+            self.directBootOK = directBootOK
+            self.restrictedPackage = restrictedPackage
+        }
+    }
+
+    /// What happened to one message.
+    package struct Report: Sendable {
+        /// The last answer read, its reason and detail scrubbed of the registration token and
+        /// the access token; or ours when nothing was sent (`oauth` with the token endpoint's
+        /// status, the exchange's own reason).
+        package var answer: ProviderAnswer
+        /// HTTP attempts in all (the exchange's retries included); 0 when nothing was sent.
+        package var attempts: Int
+        package var latency: Duration
+        /// Whether the access token was dropped after a 401.
+        package var invalidatedAccessToken: Bool
+        /// Why no access token could be had (then nothing was sent).
+        package var tokenFailure: FCMAuthError?
+    }
+
+    /// The access token the next message would carry (a batch asks once, so a refused exchange
+    /// fails the batch once and is not repeated per device).
+    package func accessToken() async throws(FCMAuthError) -> String { try await accessTokens.token() }
+
+    /// Sends `message` over `exchange` with `accessToken` (the cached one, or a new exchange,
+    /// when nil).
+    package func send(_ message: Message, accessToken: String? = nil, over exchange: some ProviderExchange) async -> Report {
+        let token: String
+        if let accessToken {
+            token = accessToken
+        } else {
+            do {
+                token = try await accessTokens.token()
+            } catch {
+                return Report(
+                    answer: ProviderAnswer(.refused, status: error.status, reason: .oauth, detail: error.message), attempts: 0, latency: .zero,
+                    invalidatedAccessToken: false, tokenFailure: error)
+            }
+        }
+        let sent = await exchange.exchange(request(message, accessToken: token), parse: Self.parse)
+        var report = Report(
+            answer: sent.answer.scrubbed(secrets: [message.token, token]), attempts: sent.attempts, latency: sent.latency,
+            invalidatedAccessToken: false, tokenFailure: nil)
+        // Google no longer takes this token: the next send that asks for one exchanges anew.
+        if sent.answer.status == 401 {
+            await accessTokens.invalidate(token)
+            report.invalidatedAccessToken = true
+        }
+        return report
+    }
+
+    func request(_ message: Message, accessToken: String) -> HTTPRequest {
+        HTTPRequest(
+            FCMProvider.request(
+                token: message.token, data: message.data, highPriority: message.highPriority, directBootOK: message.directBootOK,
+                restrictedPackage: message.restrictedPackage, projectId: projectId, accessToken: accessToken), endpoint: endpoint)
+    }
+
+    @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {
+        FCMProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
+    }
+}
