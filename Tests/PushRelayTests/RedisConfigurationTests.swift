@@ -174,8 +174,8 @@ import Testing
         await client.shutdown()
         a.signal(SIGTERM)
         b.signal(SIGTERM)
-        #expect(await a.exitStatus() == 0)
-        #expect(await b.exitStatus() == 0)
+        #expect(await a.exitStatus() == 0, "\(a.stderr)")
+        #expect(await b.exitStatus() == 0, "\(b.stderr)")
         #expect(a.stdout.contains("rate limits: shared in redis://:***@127.0.0.1:\(redis.port)/0"))
         for text in [a.stdout, a.stderr, b.stdout, b.stderr] + answers {
             #expect(!text.contains(password), "\(text)")

@@ -159,6 +159,9 @@ import Testing
         let relay = try await RelayFixture.start(environment: ["RELAY_REDIS_URL": redis.url]) {
             $0.redis?.maximumBackoff = .milliseconds(200)
         }
+        // Connected first (slow under a sanitizer): the first pushes must be decided in Redis.
+        let connected = await eventually { metric(relay.server.metricsText, "hapi_push_relay_redis_connected") == 1 }
+        #expect(connected, "the limiter connected: \(relay.log.all.suffix(3))")
         for _ in 0..<5 { #expect(try await relay.push(iosPush()).status == 200) }
         #expect(try redis.cli("EXISTS", Self.deviceKey(mixedCaseToken)) == "1")
 
