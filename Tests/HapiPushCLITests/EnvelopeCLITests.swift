@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import PushTestSupport
 
 /// Runs the built `hapi-push` binary, as an operator's script would.
 struct CLIResult {
@@ -30,7 +31,7 @@ enum CLI {
         let process = Process()
         process.executableURL = executable ?? Self.executable
         process.arguments = arguments
-        if let environment { process.environment = environment }
+        if let environment { process.environment = SanitizerOptions.adding(to: environment) }
         let out = Pipe()
         let err = Pipe()
         let stdin = Pipe()

@@ -310,7 +310,7 @@ final class RelayProcess: @unchecked Sendable {
     init(environment: [String: String], arguments: [String] = []) throws {
         process.executableURL = Self.executable
         process.arguments = arguments
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }
+        process.environment = SanitizerOptions.adding(to: environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a })
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
