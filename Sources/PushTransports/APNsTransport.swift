@@ -10,9 +10,7 @@ import PushProviders
 package struct APNsTransport: PushTransport {
     package var name: PushTransportName { .apns }
     package let apns: APNsClient
-    let call: ProviderCall
-    let logger: any PushLogger
-    let concurrency: Int
+    let pipeline: DeliveryPipeline
 
     package var endpoint: String { apns.endpoint }
     package var bundleId: String { apns.topic }
@@ -24,10 +22,7 @@ package struct APNsTransport: PushTransport {
     ) {
         self.apns = APNsClient(
             endpoint: endpoint, topic: credentials.bundleId, providerToken: providerToken ?? APNsProviderToken(credentials: credentials))
-        self.call = ProviderCall(
-            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .apns))
-        self.logger = logger
-        self.concurrency = concurrency
+        self.pipeline = DeliveryPipeline(.apns, client: client, policy: retryPolicy, logger: logger, concurrency: concurrency, metrics: metrics)
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
@@ -37,17 +32,10 @@ package struct APNsTransport: PushTransport {
         do {
             token = try await apns.token()
         } catch {
-            return PushDraft.refuseAll(count, draft: draft, logger: logger, transport: name, .refused(.providerToken, detail: error.message))
+            return pipeline.refuseAll(count: count, draft: draft, .refused(.providerToken, detail: error.message))
         }
-        let batch = call.batch()
-        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
-            switch draft(index) {
-            case .refused(let result): return result
-            case .deliver(let delivery):
-                let result = await send(delivery, jwt: token, over: batch)
-                logger.log(delivery, transport: name, result)
-                return result
-            }
+        return await pipeline.send(count: count, window: window, draft: draft) { [self] delivery, exchange in
+            await send(delivery, jwt: token, over: exchange)
         }
     }
 
