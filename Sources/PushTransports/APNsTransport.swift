@@ -5,8 +5,9 @@ import PushProviders
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
 /// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
 /// long-lived multiplexed connection to the endpoint and one provider token. What is sent and
-/// the fresh-token resend are `APNsClient`'s (the relay's too); this is the hub's policy: which
-/// deliveries go, retries through `ProviderCall`, and the report read as a `PushResult`.
+/// the fresh-token resend are `APNsClient`'s (the relay's too); the window, backoff, retries and
+/// log are `DeliveryPipeline`'s; this is the hub's policy: which deliveries go, and the report
+/// read as a `PushResult`.
 package struct APNsTransport: PushTransport {
     package var name: PushTransportName { .apns }
     package let apns: APNsClient

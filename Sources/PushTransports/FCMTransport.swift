@@ -4,8 +4,9 @@ import PushProviders
 
 /// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
 /// contract's payload in plaintext (the private direct path), to phones and watches. What is
-/// sent and the 401 invalidation are `FCMClient`'s (the relay's too); this is the hub's policy:
-/// which deliveries go, retries through `ProviderCall`, and the report read as a `PushResult`.
+/// sent and the 401 invalidation are `FCMClient`'s (the relay's too); the window, backoff,
+/// retries and log are `DeliveryPipeline`'s; this is the hub's policy: which deliveries go, and
+/// the report read as a `PushResult`.
 package struct FCMTransport: PushTransport {
     package var name: PushTransportName { .fcm }
     package let fcm: FCMClient

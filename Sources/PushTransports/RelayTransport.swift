@@ -4,7 +4,7 @@ import PushProviders
 
 /// The official (or a self-hosted) push relay: `POST {relayUrl}/v1/push` with the encrypted
 /// envelope. Serves iOS and Android phones; the relay holds the provider credentials and sees
-/// only ciphertext.
+/// only ciphertext. Sent through `DeliveryPipeline`; what is the relay's is `prepare` and `parse`.
 package struct RelayTransport: PushTransport {
     package var name: PushTransportName { .relay }
     /// The relay base URL without trailing slashes.
