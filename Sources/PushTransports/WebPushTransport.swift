@@ -35,7 +35,7 @@ package struct WebPushTransport: Sendable {
     /// The pairs a key rotation replaced, newest first (settings.json `previousVapidKeys`).
     let previousVAPIDs: [WebPushVAPID]
     let recipients = WebPushRecipientCache()
-    /// The native channels' send loop. No endpoint backoff (its windows are zero): one dead
+    /// The send loop every channel shares. No endpoint backoff (its windows are zero): one dead
     /// push service must not hold back the others, which share no endpoint with it.
     let pipeline: DeliveryPipeline
 
@@ -61,10 +61,11 @@ package struct WebPushTransport: Sendable {
         return [first] + all.filter { $0.publicKey != remembered }
     }
 
-    /// Seals `payload` for every target and sends all through the pipeline (at most `concurrency`
-    /// in flight, each logged as it ends); one result per target, in order. Never throws. A push refused with 401 or 403 is sent
-    /// once more with each other identity (`identities(for:)`); the result's `vapidPublicKey`
-    /// says which one its answer was for. Each goes with `headers` (RFC 8030 `Topic`/`Urgency`, or none).
+    /// Seals `payload` for every target and sends all through the pipeline (at most
+    /// `concurrency` in flight, each logged as it ends); one result per target, in order. Never
+    /// throws. A push refused with 401 or 403 is sent once more with each other identity
+    /// (`identities(for:)`); the result's `vapidPublicKey` says which one its answer was for.
+    /// Each goes with `headers` (RFC 8030 `Topic`/`Urgency`, or none).
     package func send(_ payload: [UInt8], to targets: [Target], headers: WebPushProvider.MessageHeaders = .none) async -> [PushResult] {
         guard !targets.isEmpty else { return [] }
         // One VAPID header per origin and first identity, minted (or taken from the cache) before sending.
