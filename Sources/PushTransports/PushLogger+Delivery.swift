@@ -1,4 +1,3 @@
-import PushEnvelope
 import PushProviders
 import PushTelemetry
 
@@ -25,13 +24,5 @@ extension PushLogger {
             PushLogRecord(
                 platform: delivery.logPlatform, transport: transport, tokenHash: delivery.tokenHash, outcome: result.outcome,
                 reason: result.reason, detail: result.detail, status: result.status, milliseconds: result.latency.reportedMilliseconds))
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, as the log, the report and `--json` print a latency.
-    package var reportedMilliseconds: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }
