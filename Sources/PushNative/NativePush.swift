@@ -99,7 +99,7 @@ public final class NativePush: Sendable {
         self.dispatcher = PushDispatcher(
             store: store, ios: ios, android: android, logger: logger, metrics: metrics, window: runtime.dispatchWindow)
         let channel = try WebPushChannel.make(
-            configuration: configuration, store: store, runtime: runtime, dataDirectory: dataDirectory, metrics: metrics)
+            configuration: configuration, store: store, runtime: runtime, dataDirectory: dataDirectory, logger: logger, metrics: metrics)
         self.webPushChannel = channel
         self.webPush = channel.routes
     }

@@ -3,9 +3,9 @@ import PushProviders
 import PushTransports
 
 /// Forwards an iOS push to APNs through `APNsClient`, the hub's client too (the ES256 provider
-/// token minted once, re-signed after 45 minutes, and once more on `403 ExpiredProviderToken`,
-/// when this push is sent once more with the new token), one try within the push's deadline.
-/// What stays here is the relay's policy on the report.
+/// token minted once, re-signed after 45 minutes, and once more when Apple asks for a fresh one,
+/// when this push is sent once more with the new token: the client's rule, not restated here),
+/// one try within the push's deadline. What stays here is the relay's policy on the report.
 struct RelayAPNsForwarder: Sendable {
     let apns: APNsClient
     let client: HTTPClient

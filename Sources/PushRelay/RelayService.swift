@@ -1,3 +1,5 @@
+import PushTelemetry
+
 /// The relay's behaviour behind the HTTP server: routes, validation, the abuse limit,
 /// forwarding, one log line per push, and the counters. Each answer is given by exactly one
 /// path through here, and recorded once.
@@ -93,8 +95,7 @@ final class RelayService: Sendable {
         _ push: RelayPush, _ answer: RelayHTTPAnswer, provider: RelayProviderOutcome?, limitedBy scope: String?,
         started: ContinuousClock.Instant
     ) -> RelayHTTPAnswer {
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = (ContinuousClock.now - started).reportedMilliseconds
         var line = "push platform=\(push.platform.rawValue) token=\(push.tokenHash) outcome=\(answer.outcome) status=\(answer.status)"
         if let scope { line += " limit=\(scope)" }
         if let provider {

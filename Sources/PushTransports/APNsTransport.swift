@@ -5,14 +5,13 @@ import PushProviders
 /// Direct APNs over HTTP/2 with an ES256 provider token: `POST /3/device/<token>` to
 /// `api.push.apple.com` (or the sandbox, or an override). All pushes share the client's one
 /// long-lived multiplexed connection to the endpoint and one provider token. What is sent and
-/// the fresh-token resend are `APNsClient`'s (the relay's too); this is the hub's policy: which
-/// deliveries go, retries through `ProviderCall`, and the report read as a `PushResult`.
+/// the fresh-token resend are `APNsClient`'s (the relay's too); the window, backoff, retries and
+/// log are `DeliveryPipeline`'s; this is the hub's policy: which deliveries go, and the report
+/// read as a `PushResult`.
 package struct APNsTransport: PushTransport {
     package var name: PushTransportName { .apns }
     package let apns: APNsClient
-    let call: ProviderCall
-    let logger: any PushLogger
-    let concurrency: Int
+    let pipeline: DeliveryPipeline
 
     package var endpoint: String { apns.endpoint }
     package var bundleId: String { apns.topic }
@@ -24,10 +23,7 @@ package struct APNsTransport: PushTransport {
     ) {
         self.apns = APNsClient(
             endpoint: endpoint, topic: credentials.bundleId, providerToken: providerToken ?? APNsProviderToken(credentials: credentials))
-        self.call = ProviderCall(
-            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .apns))
-        self.logger = logger
-        self.concurrency = concurrency
+        self.pipeline = DeliveryPipeline(.apns, client: client, policy: retryPolicy, logger: logger, concurrency: concurrency, metrics: metrics)
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
@@ -37,17 +33,10 @@ package struct APNsTransport: PushTransport {
         do {
             token = try await apns.token()
         } catch {
-            return PushDraft.refuseAll(count, draft: draft, logger: logger, transport: name, .refused(.providerToken, detail: error.message))
+            return pipeline.refuseAll(count: count, draft: draft, .refused(.providerToken, detail: error.message))
         }
-        let batch = call.batch()
-        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
-            switch draft(index) {
-            case .refused(let result): return result
-            case .deliver(let delivery):
-                let result = await send(delivery, jwt: token, over: batch)
-                logger.log(delivery, transport: name, result)
-                return result
-            }
+        return await pipeline.send(count: count, window: window, draft: draft) { [self] delivery, exchange in
+            await send(delivery, jwt: token, over: exchange)
         }
     }
 

@@ -4,14 +4,13 @@ import PushProviders
 
 /// Direct FCM HTTP v1 with the operator's service account: data-only messages carrying the
 /// contract's payload in plaintext (the private direct path), to phones and watches. What is
-/// sent and the 401 invalidation are `FCMClient`'s (the relay's too); this is the hub's policy:
-/// which deliveries go, retries through `ProviderCall`, and the report read as a `PushResult`.
+/// sent and the 401 invalidation are `FCMClient`'s (the relay's too); the window, backoff,
+/// retries and log are `DeliveryPipeline`'s; this is the hub's policy: which deliveries go, and
+/// the report read as a `PushResult`.
 package struct FCMTransport: PushTransport {
     package var name: PushTransportName { .fcm }
     package let fcm: FCMClient
-    let call: ProviderCall
-    let logger: any PushLogger
-    let concurrency: Int
+    let pipeline: DeliveryPipeline
 
     package var endpoint: String { fcm.endpoint }
     package var projectId: String { fcm.projectId }
@@ -24,10 +23,7 @@ package struct FCMTransport: PushTransport {
     ) {
         self.fcm = FCMClient(
             endpoint: endpoint, projectId: account.projectId, accessTokens: accessTokens ?? FCMAccessTokenProvider(account: account, client: client))
-        self.call = ProviderCall(
-            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .fcm))
-        self.logger = logger
-        self.concurrency = concurrency
+        self.pipeline = DeliveryPipeline(.fcm, client: client, policy: retryPolicy, logger: logger, concurrency: concurrency, metrics: metrics)
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
@@ -38,17 +34,10 @@ package struct FCMTransport: PushTransport {
         do {
             accessToken = try await fcm.accessToken()
         } catch {
-            return PushDraft.refuseAll(count, draft: draft, logger: logger, transport: name, PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0))
+            return pipeline.refuseAll(count: count, draft: draft, PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0))
         }
-        let batch = call.batch()
-        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
-            switch draft(index) {
-            case .refused(let result): return result
-            case .deliver(let delivery):
-                let result = await send(delivery, accessToken: accessToken, over: batch)
-                logger.log(delivery, transport: name, result)
-                return result
-            }
+        return await pipeline.send(count: count, window: window, draft: draft) { [self] delivery, exchange in
+            await send(delivery, accessToken: accessToken, over: exchange)
         }
     }
 

@@ -1,11 +1,10 @@
 package import PushHTTP
-import PushEnvelope
 package import PushProviders
 import PushSync
 
-/// One provider request with everything around it that all three transports share: the
-/// endpoint backoff, the retry policy, the in-flight gauge, the mapping of network errors, and
-/// the latency.
+/// One provider request with everything around it that every channel shares (through
+/// `DeliveryPipeline`): the endpoint backoff, the retry policy, the in-flight gauge, the mapping
+/// of network errors, and the latency.
 struct ProviderCall: Sendable {
     let client: HTTPClient
     let policy: PushRetryPolicy
@@ -18,31 +17,10 @@ struct ProviderCall: Sendable {
         metrics?.makeMeter(label: "hapi_push_requests_in_flight", dimensions: [("transport", transport.rawValue)])
     }
 
-    /// Where a batch starts: whether the endpoint failed to connect so recently that the batch
-    /// fails fast (`endpoint_backoff`) without a request, and when it started. Asked once per
-    /// batch: its requests started with it, so the connect failures of one outage that hits
-    /// them count once, however late their tasks ran.
-    func batchStart() -> (backingOff: Bool, at: ContinuousClock.Instant) {
-        let now = ContinuousClock.now
-        return (backoff.isBackingOff(now: now), now)
-    }
-
-    /// What a transport makes of one delivery before anything is sent: a request, or a local
-    /// refusal (wrong content, a malformed token).
-    enum Prepared {
-        case send(HTTPRequest)
-        case refuse(PushResult)
-    }
-
-    /// What `perform` found: the result to report and the last answer it read.
-    struct Exchange: Sendable {
-        var result: PushResult
-        var answer: ProviderAnswer
-    }
-
-    /// One batch's way of sending, handed to a provider client (`APNsClient`, `FCMClient`):
-    /// when the endpoint is backing off, nothing is sent (`endpoint_backoff`); otherwise
-    /// `perform` with the batch's start.
+    /// One batch's way of sending, handed to each delivery of a batch (and through it to a
+    /// provider client, `APNsClient`, `FCMClient`): when the endpoint failed to connect so
+    /// recently that it is backing off, nothing is sent (`endpoint_backoff`); otherwise `perform`
+    /// with the batch's start. The caller scrubs what it sent from the answer it keeps.
     struct Batch: ProviderExchange {
         let call: ProviderCall
         let backingOff: Bool
@@ -50,25 +28,22 @@ struct ProviderCall: Sendable {
 
         func exchange(_ request: HTTPRequest, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
             if backingOff { return .declined(.endpointBackoff) }
-            // The client scrubs what it sent from the answer it keeps.
-            let exchanged = await call.perform(request, batchStartedAt: startedAt, secrets: [], parse: parse)
-            return ProviderExchangeResult(answer: exchanged.answer, attempts: exchanged.result.attempts, latency: exchanged.result.latency)
+            return await call.perform(request, batchStartedAt: startedAt, parse: parse)
         }
     }
 
-    /// The exchange for a batch that starts now (see `batchStart`).
+    /// The exchange for a batch that starts now. Asked once per batch: its requests started with
+    /// it, so the connect failures of one outage that hits them count once, however late their
+    /// tasks ran.
     func batch() -> Batch {
-        let (backingOff, at) = batchStart()
-        return Batch(call: self, backingOff: backingOff, startedAt: at)
+        let now = ContinuousClock.now
+        return Batch(call: self, backingOff: backoff.isBackingOff(now: now), startedAt: now)
     }
 
     /// Sends one request, reads each answer with `parse`, and sends it again per the policy
     /// after its own backoff (never another request's). The latency runs from this call to the
-    /// last answer. A reason or detail kept from an answer never holds what we sent: `secrets`
-    /// (the device token, the JWT or access token) are redacted from it.
-    func perform(
-        _ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, secrets: [String], parse: (HTTPResponse) -> ProviderAnswer
-    ) async -> Exchange {
+    /// last answer.
+    func perform(_ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
         let clock = ContinuousClock()
         let start = clock.now
         var attempt = 0
@@ -101,22 +76,8 @@ struct ProviderCall: Sendable {
                     continue
                 } catch {}  // cancelled: keep the last answer
             }
-            return Exchange(result: Self.scrubbed(PushResult(answer, latency: latency, attempts: attempt), secrets: secrets), answer: answer)
+            return ProviderExchangeResult(answer: answer, attempts: attempt, latency: latency)
         }
-    }
-
-    /// `result` with `secrets` and anything token-like redacted from its reason and detail.
-    static func scrubbed(_ result: PushResult, secrets: [String]) -> PushResult {
-        var result = result
-        if let reason = result.reason {
-            let scrubbed = SafeText.sanitize(reason.rawValue, limit: Int.max, redactingTokens: true, secrets: secrets)
-            if scrubbed != reason.rawValue { result.reason = PushDeliveryReason(rawValue: scrubbed) }
-        }
-        if let detail = result.detail {
-            let scrubbed = SafeText.sanitize(detail, limit: Int.max, redactingTokens: true, secrets: secrets)
-            if scrubbed != detail { result.detail = scrubbed }
-        }
-        return result
     }
 }
 

@@ -44,6 +44,12 @@ package struct PushResult: Sendable, Equatable, PushReasonCarrying {
             invalidSince: answer.invalidSince, attempts: attempts)
     }
 
+    /// What one exchange came to, the words kept from its answer scrubbed of `secrets` (what we
+    /// sent: the device token, an endpoint, a JWT) and of anything token-like.
+    init(_ exchanged: ProviderExchangeResult, secrets: [String]) {
+        self.init(exchanged.answer.scrubbed(secrets: secrets), latency: exchanged.latency, attempts: exchanged.attempts)
+    }
+
     /// Failed before any request was made (e.g. `too_large`, a credential problem).
     static func refused(_ reason: PushDeliveryReason, detail: String? = nil) -> PushResult {
         PushResult(outcome: .failed, reason: reason, detail: detail, attempts: 0)

@@ -11,8 +11,9 @@ import Darwin
 /// Off by default: the relay does not queue, and the hub's next event is a natural retry.
 /// When on, retries use jittered exponential backoff, honour `Retry-After`, and stop at the
 /// total deadline. An answer that says the token is dead or the request is malformed is never
-/// retried. (Independently of this policy, `ExpiredProviderToken` and a refused HTTP/2 stream
-/// are each retried once, because they say the push was not processed.)
+/// retried. (Independently of this policy, a push Apple refused for a stale provider token goes
+/// once more with a fresh one, and a refused HTTP/2 stream once more, because both say the push
+/// was not processed.)
 public struct PushRetryPolicy: Sendable {
     /// Attempts in all; 1 means no retries.
     public var maximumAttempts: Int

@@ -4,14 +4,12 @@ import PushProviders
 
 /// The official (or a self-hosted) push relay: `POST {relayUrl}/v1/push` with the encrypted
 /// envelope. Serves iOS and Android phones; the relay holds the provider credentials and sees
-/// only ciphertext.
+/// only ciphertext. Sent through `DeliveryPipeline`; what is the relay's is `prepare` and `parse`.
 package struct RelayTransport: PushTransport {
     package var name: PushTransportName { .relay }
     /// The relay base URL without trailing slashes.
     package let baseURL: String
-    let call: ProviderCall
-    let logger: any PushLogger
-    let concurrency: Int
+    let pipeline: DeliveryPipeline
 
     /// - Parameters:
     ///   - baseURL: e.g. `https://push.hapi.run`; trailing slashes are ignored.
@@ -23,31 +21,26 @@ package struct RelayTransport: PushTransport {
         concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
         self.baseURL = baseURL.droppingTrailingSlashes
-        self.call = ProviderCall(
-            client: client, policy: retryPolicy, backoff: EndpointBackoff(), inFlight: ProviderCall.inFlightMeter(metrics, transport: .relay))
-        self.logger = logger
-        self.concurrency = concurrency
+        self.pipeline = DeliveryPipeline(.relay, client: client, policy: retryPolicy, logger: logger, concurrency: concurrency, metrics: metrics)
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
-        let (backingOff, batchStart) = call.batchStart()
-        return await PushTransports.window(count, limit: min(concurrency, window)) { [self] index in
-            switch draft(index) {
-            case .refused(let result): return result
-            case .deliver(let delivery):
-                let result: PushResult
-                switch Self.prepare(delivery, baseURL: baseURL) {
-                case .refuse(let refused): result = refused
-                case .send where backingOff: result = .refused(.endpointBackoff)
-                case .send(let request): result = await call.perform(request, batchStartedAt: batchStart, secrets: [delivery.token], parse: Self.parse).result
-                }
-                logger.log(delivery, transport: name, result)
-                return result
+        await pipeline.send(count: count, window: window, draft: draft) { [baseURL] delivery, exchange in
+            switch Self.prepare(delivery, baseURL: baseURL) {
+            case .refuse(let refused): return refused
+            case .send(let request): return PushResult(await exchange.exchange(request, parse: Self.parse), secrets: [delivery.token])
             }
         }
     }
 
-    static func prepare(_ delivery: PushDelivery, baseURL: String) -> ProviderCall.Prepared {
+    /// What the relay makes of one delivery before anything is sent: its request, or a local
+    /// refusal (wrong content, too large, a watch).
+    enum Prepared {
+        case send(HTTPRequest)
+        case refuse(PushResult)
+    }
+
+    static func prepare(_ delivery: PushDelivery, baseURL: String) -> Prepared {
         guard case .envelope(let envelope) = delivery.content else {
             return .refuse(.refused(.relayRequiresEnvelope))
         }

@@ -9,7 +9,7 @@ import PushEnvelope
 /// before a byte is sent.
 package struct WebPushTransport: Sendable {
     /// One subscription to send to: the browser's endpoint and keys as it gave them.
-    package struct Target: Sendable, Equatable {
+    package struct Target: Sendable, Equatable, LoggableDelivery {
         package var endpoint: String
         package var p256dh: String
         package var auth: String
@@ -21,29 +21,33 @@ package struct WebPushTransport: Sendable {
             self.auth = auth
             self.previousVAPIDPublicKey = previousVAPIDPublicKey
         }
+
+        var logPlatform: String { WebPushTransport.platform }
+        /// The endpoint's fingerprint: the endpoint is a capability, never logged.
+        var tokenHash: String { TokenFingerprint.of(endpoint) }
     }
 
+    /// `PushLogRecord.platform` of a Web Push delivery.
+    package static let platform = "web"
+
     package var name: PushTransportName { .webpush }
-    let client: HTTPClient
     let vapid: WebPushVAPID
     /// The pairs a key rotation replaced, newest first (settings.json `previousVapidKeys`).
     let previousVAPIDs: [WebPushVAPID]
-    let policy: PushRetryPolicy
-    let concurrency: Int
     let recipients = WebPushRecipientCache()
-    /// `hapi_push_requests_in_flight{transport="webpush"}`, when there is a metrics sink.
-    let inFlight: (any PushMeterHandler)?
+    /// The send loop every channel shares. No endpoint backoff (its windows are zero): one dead
+    /// push service must not hold back the others, which share no endpoint with it.
+    let pipeline: DeliveryPipeline
 
     package init(
-        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none, concurrency: Int = 64,
-        metrics: (any PushMetricsFactory)? = nil
+        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none,
+        logger: any PushLogger = SilentPushLogger(), concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
-        self.client = client
         self.vapid = vapid
         self.previousVAPIDs = previousVAPIDs
-        self.policy = retryPolicy
-        self.concurrency = concurrency
-        self.inFlight = ProviderCall.inFlightMeter(metrics, transport: .webpush)
+        self.pipeline = DeliveryPipeline(
+            .webpush, client: client, policy: retryPolicy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero), logger: logger,
+            concurrency: concurrency, metrics: metrics)
     }
 
     /// The public key browsers subscribe with now.
@@ -57,10 +61,11 @@ package struct WebPushTransport: Sendable {
         return [first] + all.filter { $0.publicKey != remembered }
     }
 
-    /// Seals `payload` for every target and sends all at once (at most `concurrency` in flight);
-    /// one result per target, in order. Never throws. A push refused with 401 or 403 is sent
-    /// once more with each other identity (`identities(for:)`); the result's `vapidPublicKey`
-    /// says which one its answer was for. Each goes with `headers` (RFC 8030 `Topic`/`Urgency`, or none).
+    /// Seals `payload` for every target and sends all through the pipeline (at most
+    /// `concurrency` in flight, each logged as it ends); one result per target, in order. Never
+    /// throws. A push refused with 401 or 403 is sent once more with each other identity
+    /// (`identities(for:)`); the result's `vapidPublicKey` says which one its answer was for.
+    /// Each goes with `headers` (RFC 8030 `Topic`/`Urgency`, or none).
     package func send(_ payload: [UInt8], to targets: [Target], headers: WebPushProvider.MessageHeaders = .none) async -> [PushResult] {
         guard !targets.isEmpty else { return [] }
         // One VAPID header per origin and first identity, minted (or taken from the cache) before sending.
@@ -76,20 +81,16 @@ package struct WebPushTransport: Sendable {
             }
         }
         let frozen = authorizations
-        // No shared backoff: one dead push service must not hold back the others.
-        let call = ProviderCall(
-            client: client, policy: policy, backoff: EndpointBackoff(initialWindow: .zero, maximumWindow: .zero), inFlight: inFlight)
-        let batchStart = ContinuousClock.now
-        return await PushTransports.window(targets.count, limit: concurrency) { index in
-            await self.send(payload, to: targets[index], headers: headers, authorizations: frozen, call: call, batchStart: batchStart)
+        return await pipeline.send(count: targets.count, window: .max, draft: { .deliver(targets[$0]) }) { target, exchange in
+            await self.send(payload, to: target, headers: headers, authorizations: frozen, over: exchange)
         }
     }
 
     /// Seals (only when the window has room for it) and sends one; after a 401 or 403, the same
     /// sealed body once more with each other identity, until one is not refused.
     private func send(
-        _ payload: [UInt8], to target: Target, headers: WebPushProvider.MessageHeaders, authorizations: [String: Result<String, PushCredentialError>], call: ProviderCall,
-        batchStart: ContinuousClock.Instant
+        _ payload: [UInt8], to target: Target, headers: WebPushProvider.MessageHeaders, authorizations: [String: Result<String, PushCredentialError>],
+        over exchange: ProviderCall.Batch
     ) async -> PushResult {
         guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
             return .refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")
@@ -108,9 +109,10 @@ package struct WebPushTransport: Sendable {
             let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization, headers: headers)
             // Nothing a service echoes may carry the capability URL, the keys or our JWT.
             let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
-            var result = await call.perform(HTTPRequest(request, endpoint: origin), batchStartedAt: batchStart, secrets: secrets) { response in
+            let exchanged = await exchange.exchange(HTTPRequest(request, endpoint: origin)) { response in
                 WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
-            }.result
+            }
+            var result = PushResult(exchanged, secrets: secrets)
             result.vapidPublicKey = identity?.publicKey
             return result
         }

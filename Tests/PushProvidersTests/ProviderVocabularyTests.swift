@@ -129,6 +129,80 @@ import Testing
         #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
     }
 
+    /// Issue 27, done-when: no module but the provider layer names `ExpiredProviderToken`, not
+    /// even in prose, so no other module can come to restate (and then disagree with) the
+    /// fresh-token rule. The provider layer is PushProviders (the parser that reads the word)
+    /// and the APNs client that acts on it (`APNsClient`, in PushTransports because it sends).
+    static let providerLayerOnly: [(word: String, allowedIn: Set<String>)] = [
+        ("ExpiredProviderToken", ["PushTransports/APNsClient.swift"])
+    ]
+
+    @Test func onlyTheProviderLayerNamesTheFreshTokenRuleEvenInProse() throws {
+        var findings: [String] = []
+        try Self.scan { module, file, number, line in
+            guard module != "PushProviders" else { return }
+            for (word, allowed) in Self.providerLayerOnly where !allowed.contains("\(module)/\(file)") && Self.containsWord(line, word) {
+                findings.append("\(module)/\(file):\(number) names \(word)")
+            }
+        }
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
+    /// Issue 27, done-when: one send loop in Sources/. Every channel (relay, APNs, FCM, Web Push)
+    /// sends through `DeliveryPipeline`: only it runs the window (a task group of workers) and
+    /// makes the `ProviderCall` whose exchange does the backoff and the retries, and only
+    /// `ProviderCall` performs a request. The dispatcher's one task group runs the channels'
+    /// batches side by side; it sends nothing itself. Each transport builds its pipeline.
+    static let sendLoopMarks: [(mark: String, onlyIn: Set<String>)] = [
+        ("TaskGroup", ["PushTransports/DeliveryPipeline.swift", "PushNative/Dispatch/PushDispatcher.swift"]),
+        ("window(", ["PushTransports/DeliveryPipeline.swift"]),
+        ("ProviderCall(", ["PushTransports/DeliveryPipeline.swift"]),
+        (".perform(", ["PushTransports/ProviderCall.swift"]),
+    ]
+    static let pipelineUsers: Set<String> = [
+        "PushTransports/RelayTransport.swift", "PushTransports/APNsTransport.swift", "PushTransports/FCMTransport.swift",
+        "PushTransports/WebPushTransport.swift",
+    ]
+    /// Modules that send pushes (the HTTP client and the relay's server loops are not send loops).
+    static let sendingModules: Set<String> = ["PushTransports", "PushNative", "PushRelay"]
+
+    @Test func everyChannelSendsThroughTheOnePipeline() throws {
+        var findings: [String] = []
+        var users: Set<String> = []
+        try Self.scan { module, file, number, line in
+            guard Self.sendingModules.contains(module) else { return }
+            let code = Self.withoutComment(line)
+            guard !code.contains("func ") else { return }
+            let place = "\(module)/\(file)"
+            for (mark, home) in Self.sendLoopMarks where !home.contains(place) && code.contains(mark) {
+                findings.append("\(place):\(number) has \(mark)")
+            }
+            if code.contains("DeliveryPipeline(") { users.insert(place) }
+        }
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+        #expect(users == Self.pipelineUsers, "\(users.sorted())")
+    }
+
+    /// Calls `body` with each line (numbered from 1) of every Swift file under Sources/ outside
+    /// the stand-ins, comments included.
+    static func scan(_ body: (_ module: String, _ file: String, _ number: Int, _ line: String) -> Void) throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources")
+        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter {
+            !Self.exempt.contains($0) || $0 == "PushProviders"
+        }
+        for module in modules.sorted() {
+            let directory = sources.appendingPathComponent(module)
+            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
+            for case let file as String in files where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    body(module, file, number + 1, String(line))
+                }
+            }
+        }
+    }
+
     /// The code of a line: a whole-line comment is dropped, and a trailing ` // …`.
     static func withoutComment(_ line: String) -> String {
         let trimmed = line.drop { $0 == " " || $0 == "\t" }

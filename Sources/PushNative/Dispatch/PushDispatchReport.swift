@@ -44,7 +44,7 @@ public struct PushDispatchReport: Sendable, CustomStringConvertible {
             reason = result.reason
             detail = result.detail
             status = result.status
-            latencyMilliseconds = PushDispatcher.milliseconds(result.latency)
+            latencyMilliseconds = result.latency.reportedMilliseconds
         }
     }
 

@@ -27,7 +27,7 @@ package struct PushDispatcher: Sendable {
     package let store: any PushDeviceStore
     package let ios: IOSChannel
     package let android: AndroidChannel
-    /// Where a failed prune is reported (the transports log each push themselves).
+    /// Where a failed prune is reported (the transports' pipeline logs each push itself).
     package let logger: any PushLogger
     /// Deliveries by transport, outcome and reason; latency per transport.
     let metrics: DispatchMetrics
@@ -145,22 +145,13 @@ package struct PushDispatcher: Sendable {
                     break
                 case .invalid:
                     // Only an explicit token death prunes, and only that token in this namespace.
-                    // A store that fails here leaves a dead registration behind: said in the
-                    // report and the log, so the next dispatch (or an operator) can deal with it.
-                    do {
-                        report.pruned = try await store.prune(namespace: namespace, token: device.token, notAfter: result.invalidSince)
-                    } catch {
-                        let failure = SafeText.sanitize(String(describing: error), limit: 200, redactingTokens: true, secrets: [device.token])
-                        report.pruneFailure = failure
-                        metrics.pruneFailed(transport.name)
-                        logger.log(
-                            PushLogRecord(
-                                platform: target.rawValue, transport: transport.name, tokenHash: device.tokenHash, outcome: .invalid,
-                                reason: result.reason, detail: result.detail, status: result.status, milliseconds: report.latencyMilliseconds,
-                                pruneFailure: failure))
-                    }
+                    let pruned = await reporter.prune(
+                        result, transport: transport.name, platform: target.rawValue, tokenHash: device.tokenHash, secrets: [device.token]
+                    ) { try await store.prune(namespace: namespace, token: device.token, notAfter: result.invalidSince) }
+                    report.pruned = pruned.removed
+                    report.pruneFailure = pruned.failure
                 }
-                metrics.delivered(report, sent: result.attempts > 0, latency: result.latency)
+                reporter.delivered(result, transport: transport.name)
             }
             reports.append(report)
         }
@@ -226,8 +217,6 @@ package struct PushDispatcher: Sendable {
         return .send(channel: channel, transport: transport, target: target, content: .seal(key, plaintext: plaintext), level: level)
     }
 
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
-    }
+    /// Where each delivery's result goes after the transport: the metrics and the prune.
+    var reporter: DeliveryReporter { DeliveryReporter(logger: logger, metrics: metrics) }
 }

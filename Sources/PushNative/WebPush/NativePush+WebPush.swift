@@ -18,7 +18,7 @@ struct WebPushChannel: Sendable {
 
     static func make(
         configuration: PushConfiguration, store: any PushDeviceStore, runtime: NativePush.Configuration, dataDirectory: String?,
-        metrics: (any PushMetricsFactory)? = nil
+        logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil
     ) throws -> WebPushChannel {
         guard let subscriptions = store as? any PushWebSubscriptionStore else {
             return WebPushChannel(routes: nil, store: nil, transport: nil, client: nil, offReason: "the device store keeps no Web Push subscriptions")
@@ -41,8 +41,8 @@ struct WebPushChannel: Sendable {
         // Kept by a key rotation: tried when the push service refuses the current pair.
         let previous = loaded.previous.map { WebPushVAPID(keyPair: $0, subject: configuration.webPush.subject) }
         let transport = WebPushTransport(
-            client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, concurrency: runtime.concurrency.relay,
-            metrics: metrics)
+            client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, logger: logger,
+            concurrency: runtime.concurrency.relay, metrics: metrics)
         return WebPushChannel(
             routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil,
             sendsTopicAndUrgency: configuration.webPush.sendsTopicAndUrgency)
@@ -89,38 +89,25 @@ extension NativePush {
         let headers: WebPushProvider.MessageHeaders =
             webPushChannel.sendsTopicAndUrgency ? WebPushProvider.messageHeaders(tag: payload.tag, type: payload.type) : .none
         let results = await transport.send(Array(payload.json.utf8), to: targets, headers: headers)
-        // Each delivery reaches the logger and the metrics as a native one does (one record,
-        // the endpoint's fingerprint for a token hash; a second record when a prune fails).
-        let logger = dispatcher.logger
-        let metrics = dispatcher.metrics
+        // The transport's pipeline has logged each delivery as it ended, as a native one is
+        // (the endpoint's fingerprint for a token hash); the prune and the metrics are the
+        // dispatcher's too.
+        let reporter = dispatcher.reporter
         var deliveries: [PushWebPushReport.Delivery] = []
         for (subscription, result) in zip(subscriptions, results) {
-            let milliseconds = PushDispatcher.milliseconds(result.latency)
             let fingerprint = subscription.fingerprint
-            func record(pruneFailure: String? = nil) -> PushLogRecord {
-                PushLogRecord(
-                    platform: Self.webPushPlatform, transport: .webpush, tokenHash: fingerprint, outcome: result.outcome, reason: result.reason,
-                    detail: result.detail, status: result.status, milliseconds: milliseconds, pruneFailure: pruneFailure)
-            }
-            if logger.isEnabled { logger.log(record()) }
             var removed = false
             var pruneFailure: String?
             if result.outcome == .invalid {
-                // A store that fails here leaves a dead subscription behind: said in the report,
-                // the log and the metrics, never dropped. The endpoint is a capability: redacted.
-                do {
-                    removed = try await store.removeWebSubscription(namespace: namespace, endpoint: subscription.endpoint)
-                } catch {
-                    let failure = SafeText.sanitize(
-                        String(describing: error), limit: 200, redactingTokens: true,
-                        secrets: [subscription.endpoint] + (PushWebEndpoint.parse(subscription.endpoint).map { [$0.pathAndQuery] } ?? [])
-                            + [subscription.p256dh, subscription.auth])
-                    pruneFailure = failure
-                    metrics.pruneFailed(.webpush)
-                    logger.log(record(pruneFailure: failure))
-                }
+                // The endpoint is a capability: redacted from whatever the store says.
+                let secrets =
+                    [subscription.endpoint] + (PushWebEndpoint.parse(subscription.endpoint).map { [$0.pathAndQuery] } ?? [])
+                    + [subscription.p256dh, subscription.auth]
+                (removed, pruneFailure) = await reporter.prune(
+                    result, transport: .webpush, platform: WebPushTransport.platform, tokenHash: fingerprint, secrets: secrets
+                ) { try await store.removeWebSubscription(namespace: namespace, endpoint: subscription.endpoint) }
             }
-            metrics.delivered(transport: .webpush, outcome: result.outcome, reason: result.reason, sent: result.attempts > 0, latency: result.latency)
+            reporter.delivered(result, transport: .webpush)
             let previousKey = result.vapidPublicKey == transport.vapidPublicKey ? nil : result.vapidPublicKey
             if result.outcome == .sent, previousKey != subscription.previousVAPIDPublicKey {
                 // Which pair reaches this browser, for the next push and for `webpush list`.
@@ -133,9 +120,6 @@ extension NativePush {
         }
         return PushWebPushReport(decision: .sent, deliveries: deliveries)
     }
-
-    /// `PushLogRecord.platform` of a Web Push delivery.
-    static let webPushPlatform = "web"
 
     /// Why Web Push is off for this instance, or nil when it is on.
     public var webPushOffReason: String? { webPushChannel.offReason }

@@ -1,0 +1,105 @@
+import PushHTTP
+import PushSync
+
+/// The one send loop every channel (relay, APNs, FCM, Web Push) runs its deliveries through,
+/// so the window, the drafting, the endpoint backoff, the retries, the in-flight gauge and the
+/// log record are written once and cannot drift apart between channels. A channel supplies only
+/// what is its own: a batch's one-time work (a provider token, VAPID authorizations) before it
+/// calls `send`, and per delivery its checks, its request and its reading of the answer
+/// (`deliver`, which sends over the batch's `ProviderCall.Batch`). Pruning and the report are the
+/// caller's (PushNative), one place for native and web.
+///
+/// No head-of-line blocking: the window refills as each delivery ends, every request has its
+/// own deadline, and a retry waits only for its own backoff.
+struct DeliveryPipeline: Sendable {
+    /// What the log record and the in-flight gauge call this channel.
+    let transport: PushTransportName
+    /// How each request travels: the endpoint backoff, the retry policy, the in-flight gauge.
+    let call: ProviderCall
+    let logger: any PushLogger
+    /// Deliveries in flight at once for one batch.
+    let concurrency: Int
+
+    init(
+        _ transport: PushTransportName, client: HTTPClient, policy: PushRetryPolicy, backoff: EndpointBackoff = EndpointBackoff(), logger: any PushLogger,
+        concurrency: Int, metrics: (any PushMetricsFactory)?
+    ) {
+        self.transport = transport
+        self.call = ProviderCall(client: client, policy: policy, backoff: backoff, inFlight: ProviderCall.inFlightMeter(metrics, transport: transport))
+        self.logger = logger
+        self.concurrency = concurrency
+    }
+
+    /// Sends `count` deliveries, at most `min(concurrency, window)` in flight: `draft(i)` makes
+    /// delivery `i` only when the window has room for it (a refusal there is answered as is,
+    /// neither sent nor logged); `deliver` sends it over the batch's exchange, which starts now
+    /// (an endpoint still backing off declines every request of the batch). Each delivered
+    /// result is logged as it ends. Results in index order.
+    func send<Delivery: LoggableDelivery>(
+        count: Int, window: Int, draft: @escaping @Sendable (Int) -> PipelineDraft<Delivery>,
+        deliver: @escaping @Sendable (Delivery, ProviderCall.Batch) async -> PushResult
+    ) async -> [PushResult] {
+        let batch = call.batch()
+        let logger = self.logger
+        let transport = self.transport
+        return await Self.window(count, limit: min(concurrency, window)) { index in
+            switch draft(index) {
+            case .refused(let result): return result
+            case .deliver(let delivery):
+                let result = await deliver(delivery, batch)
+                logger.log(delivery, transport: transport, result)
+                return result
+            }
+        }
+    }
+
+    /// Every delivery of a batch failed before any request (no provider token, no OAuth token):
+    /// each drafted delivery gets `result` and is logged; one refused while drafting keeps its own.
+    func refuseAll<Delivery: LoggableDelivery>(count: Int, draft: (Int) -> PipelineDraft<Delivery>, _ result: PushResult) -> [PushResult] {
+        (0..<count).map { index in
+            switch draft(index) {
+            case .refused(let own): return own
+            case .deliver(let delivery):
+                logger.log(delivery, transport: transport, result)
+                return result
+            }
+        }
+    }
+
+    /// Runs `operation` for `0..<count` with at most `limit` in flight, starting the next as soon
+    /// as any one ends; results in index order. One slow element delays only itself.
+    ///
+    /// `limit` workers, each taking the next index when its last one ends: no task and no wakeup
+    /// of a coordinating task per element.
+    static func window<Result: Sendable>(_ count: Int, limit: Int, _ operation: @escaping @Sendable (Int) async -> Result) async -> [Result] {
+        guard count > 0 else { return [] }
+        let next = Locked(0)
+        let workers = min(max(1, limit), count)
+        return await withTaskGroup(of: [(Int, Result)].self) { group in
+            for _ in 0..<workers {
+                group.addTask {
+                    var done: [(Int, Result)] = []
+                    while true {
+                        let index = next.withLock { value -> Int? in
+                            guard value < count else { return nil }
+                            value += 1
+                            return value - 1
+                        }
+                        guard let index else { return done }
+                        done.append((index, await operation(index)))
+                    }
+                }
+            }
+            var results = [Result?](repeating: nil, count: count)
+            for await done in group { for (index, result) in done { results[index] = result } }
+            return results.compactMap { $0 }
+        }
+    }
+}
+
+/// One delivery as a channel's caller hands it to the pipeline, made at the moment it can be sent.
+package enum PipelineDraft<Delivery: Sendable>: Sendable {
+    case deliver(Delivery)
+    /// Failed before any request (no envelope could be sealed): the result to report.
+    case refused(PushResult)
+}
