@@ -59,11 +59,16 @@ extension NativePush {
             public var relay: Int
             public var apns: Int
             public var fcm: Int
+            /// Web Push messages of one notification in flight at once, over every push service
+            /// together (each message is sealed when it gets a place, so this also bounds the
+            /// sealed bodies held at once).
+            public var webPush: Int
 
-            public init(relay: Int = 64, apns: Int = 256, fcm: Int = 64) {
+            public init(relay: Int = 64, apns: Int = 256, fcm: Int = 64, webPush: Int = 64) {
                 self.relay = relay
                 self.apns = apns
                 self.fcm = fcm
+                self.webPush = webPush
             }
         }
 
@@ -122,7 +127,7 @@ extension NativePush {
             }
             for (name, value) in [
                 ("concurrency.relay", concurrency.relay), ("concurrency.apns", concurrency.apns), ("concurrency.fcm", concurrency.fcm),
-                ("dispatchWindow", dispatchWindow),
+                ("concurrency.webPush", concurrency.webPush), ("dispatchWindow", dispatchWindow),
             ] where value < 1 {
                 throw NativePushError(message: "NativePush.Configuration: \(name) must be at least 1 (is \(value))")
             }

@@ -38,6 +38,8 @@ package struct WebPushTransport: Sendable {
     /// The send loop every channel shares. No endpoint backoff (its windows are zero): one dead
     /// push service must not hold back the others, which share no endpoint with it.
     let pipeline: DeliveryPipeline
+    /// Messages in flight at once for one notification (`concurrency.webPush`).
+    package var concurrency: Int { pipeline.concurrency }
 
     package init(
         client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none,

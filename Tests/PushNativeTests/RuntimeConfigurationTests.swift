@@ -17,7 +17,7 @@ import PushHTTP
         #expect(runtime.timeouts.connect == .seconds(5))
         #expect(runtime.connections.maximumPerHost == 4)
         #expect(runtime.connections.maximumConcurrentStreams == 1000)
-        #expect(runtime.concurrency.relay == 64 && runtime.concurrency.apns == 256 && runtime.concurrency.fcm == 64)
+        #expect(runtime.concurrency.relay == 64 && runtime.concurrency.apns == 256 && runtime.concurrency.fcm == 64 && runtime.concurrency.webPush == 64)
         #expect(runtime.retry.maximumAttempts == 1)
         #expect(runtime.dispatchWindow == 2048)
         #expect(throws: Never.self) { try runtime.validate() }
@@ -31,6 +31,7 @@ import PushHTTP
         (NativePush.Configuration(connections: .init(maximumConcurrentStreams: 0)), "maximumConcurrentStreamsPerConnection"),
         (NativePush.Configuration(connections: .init(maximumPerHost: -1)), "connection limits"),
         (NativePush.Configuration(concurrency: .init(fcm: 0)), "concurrency.fcm"),
+        (NativePush.Configuration(concurrency: .init(webPush: 0)), "concurrency.webPush"),
         (NativePush.Configuration(dispatchWindow: 0), "dispatchWindow"),
         (NativePush.Configuration(retry: PushRetryPolicy(maximumAttempts: 3, initialBackoff: .seconds(-1))), "retry"),
     ])
@@ -69,5 +70,16 @@ import PushHTTP
         #expect(report.count(.sent) == 5)
         #expect(providers.relay.requests.count == 5)
         #expect(push.runtime.dispatchWindow == 1)
+    }
+
+    /// Web Push has a concurrency of its own; it no longer borrows the relay's.
+    @Test func webPushTakesItsOwnConcurrency() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-runtime-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let runtime = NativePush.Configuration(concurrency: .init(relay: 3, webPush: 7))
+        let push = try await NativePush.start(environment: ["HAPI_HOME": directory], dataDirectory: directory, runtime: runtime)
+        let transport = try #require(push.webPushChannel.transport, "\(push.webPushOffReason ?? "")")
+        #expect(transport.concurrency == 7)
+        await push.shutdown()
     }
 }

@@ -42,7 +42,7 @@ struct WebPushChannel: Sendable {
         let previous = loaded.previous.map { WebPushVAPID(keyPair: $0, subject: configuration.webPush.subject) }
         let transport = WebPushTransport(
             client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, logger: logger,
-            concurrency: runtime.concurrency.relay, metrics: metrics)
+            concurrency: runtime.concurrency.webPush, metrics: metrics)
         return WebPushChannel(
             routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil,
             sendsTopicAndUrgency: configuration.webPush.sendsTopicAndUrgency)
