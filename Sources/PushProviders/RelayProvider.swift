@@ -8,6 +8,19 @@ package enum RelayProvider: ProviderAnswerParser {
         case ios, android
     }
 
+    /// The `code` of the relay's error answers, as the official relay spells them: the relay
+    /// server answers with these and the hub's client reads them (`parse`).
+    package enum ErrorCode: String, Sendable {
+        case badRequest = "bad_request"
+        case unregistered = "unregistered"
+        case tooLarge = "too_large"
+        case rateLimited = "rate_limited"
+        case unsupportedPlatform = "unsupported_platform"
+        case upstream = "upstream"
+        case notFound = "not_found"
+        case methodNotAllowed = "method_not_allowed"
+    }
+
     package static let path = "/v1/push"
     /// The largest envelope (base64 characters) the relay accepts; over it the relay answers
     /// 413 `too_large` and the hub does not send. The relay contract's name for the envelope's
@@ -52,7 +65,7 @@ package enum RelayProvider: ProviderAnswerParser {
         let object = ProviderText.jsonObject(body)
         let code = object?["code"]?.stringValue
         let message = object?["message"]?.stringValue ?? object?["error"]?.stringValue
-        if status == 410, code == "unregistered" {
+        if status == 410, code == ErrorCode.unregistered.rawValue {
             return ProviderAnswer(.tokenDead(since: nil), status: status, reason: .unregistered, code: code, evidence: .init(kind: .unregistered, reason: .unregistered))
         }
         return ProviderAnswer(

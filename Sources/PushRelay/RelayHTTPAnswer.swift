@@ -1,4 +1,5 @@
 import PushEnvelope
+import PushProviders
 
 /// One complete answer of the relay's HTTP server: status, content type and body. Every body
 /// is built here, so the wire contract (docs/wire.md, "The relay's answers") lives in one file.
@@ -9,17 +10,8 @@ struct RelayHTTPAnswer: Sendable, Equatable {
     /// `ok` or the error's `code`: what log lines and metrics call the outcome.
     var outcome: String
 
-    /// The `code` of an error answer, as the official relay spells it.
-    enum Code: String, Sendable {
-        case badRequest = "bad_request"
-        case unregistered
-        case tooLarge = "too_large"
-        case rateLimited = "rate_limited"
-        case unsupportedPlatform = "unsupported_platform"
-        case upstream
-        case notFound = "not_found"
-        case methodNotAllowed = "method_not_allowed"
-    }
+    /// The `code` of an error answer: the contract's, which the hub's relay client reads too.
+    typealias Code = RelayProvider.ErrorCode
 
     static let json = "application/json"
 

@@ -4,10 +4,8 @@ import PushProviders
 /// A valid `POST /v1/push` body: what the relay forwards. Built only by `validate`, so nothing
 /// invalid can reach a provider.
 struct RelayPush: Sendable, Equatable {
-    enum Platform: String, Sendable {
-        case ios
-        case android
-    }
+    /// The contract's platform names, shared with the hub's relay client.
+    typealias Platform = RelayProvider.Platform
 
     /// The relay contract's cap (`RelayProvider.maximumEnvelopeBytes`), shared with the hub's client.
     static let maximumEnvelopeBytes = RelayProvider.maximumEnvelopeBytes

@@ -1,4 +1,5 @@
 import PushTelemetry
+import PushProviders
 
 /// The relay's behaviour behind the HTTP server: routes, validation, the abuse limit,
 /// forwarding, one log line per push, and the counters. Each answer is given by exactly one

@@ -183,6 +183,33 @@ import Testing
         #expect(users == Self.pipelineUsers, "\(users.sorted())")
     }
 
+    /// Issue 27 item 3: the relay contract is written once, for our relay client and our relay
+    /// server alike: its error codes are string literals only in `RelayProvider.swift` (the
+    /// relay's `RelayHTTPAnswer.Code` and `RelayPush.Platform` are that contract's types). Our
+    /// own report vocabulary (`PushDeliveryReason`: `too_large`, `unregistered`) is another
+    /// contract that happens to share two words.
+    static let relayContractLiterals = [
+        "\"bad_request\"", "\"unregistered\"", "\"too_large\"", "\"rate_limited\"", "\"unsupported_platform\"", "\"upstream\"",
+        "\"not_found\"", "\"method_not_allowed\"",
+    ]
+
+    @Test func theRelayContractIsSpelledOnce() throws {
+        var findings: [String] = []
+        var home = 0
+        try Self.scan { module, file, number, line in
+            let code = Self.withoutComment(line)
+            for literal in Self.relayContractLiterals where code.contains(literal) {
+                if "\(module)/\(file)" == "PushProviders/RelayProvider.swift" {
+                    home += 1
+                } else if "\(module)/\(file)" != "PushProviders/PushDeliveryReason.swift" {
+                    findings.append("\(module)/\(file):\(number) spells \(literal)")
+                }
+            }
+        }
+        #expect(home >= Self.relayContractLiterals.count, "RelayProvider.swift no longer defines the contract (\(home))")
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
     /// Calls `body` with each line (numbered from 1) of every Swift file under Sources/ outside
     /// the stand-ins, comments included.
     static func scan(_ body: (_ module: String, _ file: String, _ number: Int, _ line: String) -> Void) throws {
