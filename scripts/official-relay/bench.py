@@ -30,6 +30,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 SECONDS = int(os.environ.get("SECONDS", "10"))
 IDLE = int(os.environ.get("IDLE_CONNECTIONS", "10000"))
+PERF_DIR = os.environ.get("PERF_DIR")  # set: profile each throughput run with perf (see profile())
 PER_ADDRESS = 50
 
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -193,7 +194,28 @@ def throughput(relay, fx, standin):
     r.update(pushes_per_s=r["requests"] / wall, cpu_per_10k=relay_cpu / r["requests"] * 10000,
              share_relay=relay_cpu / wall, share_standin=(cpu_seconds(standin.proc.pid) - s0) / wall,
              share_wrk=(children_cpu() - w0) / wall)
+    if PERF_DIR:
+        profile(relay, fx)
     return r
+
+
+def profile(relay, fx):
+    """PERF_DIR set: one more load of SECONDS (not measured) with `perf record` on the relay,
+    and where its CPU went by thread and by library (the profile the figures are read with)."""
+    os.makedirs(PERF_DIR, exist_ok=True)
+    data = os.path.join(PERF_DIR, f"{relay.kind}-{int(time.time())}.data")
+    perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-g", "-p", str(relay.proc.pid), "-o", data],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wrk(relay.port, fx, SECONDS)
+    finally:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(timeout=60)
+    for key in ("comm", "dso"):
+        out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", key, "-g", "none"],
+                             capture_output=True, text=True).stdout
+        rows = [l.strip() for l in out.splitlines() if l.strip() and not l.startswith("#")][:8]
+        print(f"  perf {relay.kind} by {key}: " + "; ".join(" ".join(r.split()) for r in rows))
 
 
 def read_answer(sock):
