@@ -66,26 +66,14 @@ import Testing
     static let ruleCopies = ["maximumAPNsTokenLength", "minimumAPNsTokenLength", "maximumCollapseIdBytes", "isWellFormedToken", "toUTF8Bytes"]
 
     @Test func eachProviderRuleIsWrittenOnce() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources")
-        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter {
-            !Self.exempt.contains($0) || $0 == "PushProviders"
-        }
         var findings: [String] = []
-        for module in modules.sorted() {
-            let directory = sources.appendingPathComponent(module)
-            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
-            for case let file as String in files where file.hasSuffix(".swift") {
-                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                    let code = Self.withoutComment(String(line))
-                    for (word, home) in Self.ruleLiterals where !home.contains("\(module)/\(file)") && Self.containsWord(code, word) {
-                        findings.append("\(module)/\(file):\(number + 1) writes \(word)")
-                    }
-                    for word in Self.ruleCopies where module != "PushProviders" && Self.containsWord(code, word) {
-                        findings.append("\(module)/\(file):\(number + 1) names \(word)")
-                    }
-                }
+        try Self.scan { module, file, number, line in
+            let code = Self.withoutComment(line)
+            for (word, home) in Self.ruleLiterals where !home.contains("\(module)/\(file)") && Self.containsWord(code, word) {
+                findings.append("\(module)/\(file):\(number) writes \(word)")
+            }
+            for word in Self.ruleCopies where module != "PushProviders" && Self.containsWord(code, word) {
+                findings.append("\(module)/\(file):\(number) names \(word)")
             }
         }
         #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
@@ -101,27 +89,18 @@ import Testing
     ]
 
     @Test func onlyTheProviderClientsActOnWhatAnAnswerSaysAboutOurCredentials() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources")
-        let modules = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { !Self.exempt.contains($0) }
         var findings: [String] = []
         var found: Set<String> = []
-        for module in modules.sorted() {
-            let directory = sources.appendingPathComponent(module)
-            guard let files = FileManager.default.enumerator(atPath: directory.path) else { continue }
-            for case let file as String in files where file.hasSuffix(".swift") {
-                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                    let code = Self.withoutComment(String(line))
-                    // Declarations (`func invalidate(`) are the token managers' own.
-                    guard !code.contains("func ") else { continue }
-                    for duty in Self.clientDuties where code.contains(duty.call) {
-                        if "\(module)/\(file)" == duty.onlyIn {
-                            found.insert(duty.call)
-                        } else {
-                            findings.append("\(module)/\(file):\(number + 1) calls \(duty.call)")
-                        }
-                    }
+        try Self.scan { module, file, number, line in
+            guard module != "PushProviders" else { return }
+            let code = Self.withoutComment(line)
+            // Declarations (`func invalidate(`) are the token managers' own.
+            guard !code.contains("func ") else { return }
+            for duty in Self.clientDuties where code.contains(duty.call) {
+                if "\(module)/\(file)" == duty.onlyIn {
+                    found.insert(duty.call)
+                } else {
+                    findings.append("\(module)/\(file):\(number) calls \(duty.call)")
                 }
             }
         }
