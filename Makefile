@@ -38,7 +38,7 @@ test:
 # systems take where Linux has the same call (PushPlatform's poll(2) selector and pipe wake-up
 # instead of epoll and an eventfd, fcntl for socket flags), in its own build directory; then the
 # platform layer's suite and those that do I/O (HTTP client and engine, proxies, transports,
-# relay, registry, dispatch). Not yet in CI (.ci/run says why).
+# relay, registry, dispatch). CI runs it after `make test` (.ci/run).
 PORTABLE := -Xswiftc -DHAPI_PUSH_PORTABLE --scratch-path .build/portable
 PORTABLE_SUITES := PushPlatformTests|PushHTTPTests|PushSyncTests|PushTransportsTests|PushRelayTests|DeviceRegistryTests|PushNativeTests\.[A-Za-z]*Dispatch[A-Za-z]*Tests
 test-portable:
