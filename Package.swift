@@ -181,7 +181,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushTransportsTests",
-            dependencies: ["PushTransports", "PushHTTP", "PushLoopbackServer", "PushEnvelope", "PushTestSupport", "PushSync", "PushPlatform"],
+            dependencies: ["PushTransports", "PushProviders", "PushHTTP", "PushLoopbackServer", "PushEnvelope", "PushTestSupport", "PushSync", "PushPlatform"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushNativeTests",
@@ -229,13 +229,13 @@ if Context.environment["HAPI_PUSH_FUZZ"] == "1" {
         fuzzTarget("FuzzEnvelope", ["PushEnvelope"]),
         fuzzTarget("FuzzSettings", ["PushNative", "PushEnvelope"]),
         fuzzTarget("FuzzJSON", ["PushEnvelope"]),
-        fuzzTarget("FuzzClassify", ["PushProviders"]),
+        fuzzTarget("FuzzClassify", ["PushProviders", "PushTransports"]),
         fuzzTarget("FuzzURL", ["PushNative"]),
         fuzzTarget("FuzzCredentials", ["PushTransports", "PushEnvelope"]),
         fuzzTarget("FuzzSanitize", ["PushProviders"]),
         fuzzTarget("FuzzSubscription", ["DeviceRegistry", "PushEnvelope"]),
         fuzzTarget("FuzzEndpoint", ["PushEnvelope"]),
         fuzzTarget("FuzzVAPIDKeys", ["PushNative", "PushEnvelope"]),
-        fuzzTarget("FuzzWebPushAnswer", ["PushProviders"]),
+        fuzzTarget("FuzzWebPushAnswer", ["PushProviders", "PushTransports"]),
     ]
 }

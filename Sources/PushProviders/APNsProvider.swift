@@ -34,43 +34,42 @@ package enum APNsProvider: ProviderAnswerParser {
 
     /// 2xx → accepted. 410 `Unregistered` or `ExpiredToken` and 400 `BadDeviceToken` → the
     /// token is dead (a 410 without one of those reasons is no proof). 403 `ExpiredProviderToken`
-    /// → mint a fresh JWT and send once more; only at 403, the status Apple answers it with:
+    /// → our JWT is stale (the client mints a fresh one and sends once more); only at 403, the status Apple answers it with:
     /// elsewhere the reason proves nothing about our token (a proxy or a 5xx page repeating it),
     /// and minting on it would spend the mints Apple throttles (`TooManyProviderTokenUpdates`),
-    /// so it is read as any other refusal. 429 → throttled, retryable but for
-    /// `TooManyProviderTokenUpdates` (we keep the token and back off; minting again would make
-    /// it worse); 5xx retryable; everything else refused with Apple's reason.
+    /// so it is read as any other refusal. 429 → throttled, `TooManyProviderTokenUpdates` said
+    /// apart (minting or sending again would make it worse); 5xx → unavailable; everything else
+    /// refused with Apple's reason.
     package static func parse(status: Int, body: [UInt8], header: (String) -> String?) -> ProviderAnswer {
         let object = ProviderText.jsonObject(body)
         let code = object?["reason"]?.stringValue
         if (200...299).contains(status) { return ProviderAnswer(.accepted, status: status, apnsId: header("apns-id")) }
         var answer = ProviderAnswer(
-            .refused, status: status, reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status), code: code,
-            retryable: status == 429 || (500...599).contains(status), retryAfter: ProviderText.retryAfter(header("retry-after")))
+            (500...599).contains(status) ? .unavailable : .refused, status: status,
+            reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status), code: code,
+            retryAfter: ProviderText.retryAfter(header("retry-after")))
         let since: Int64? = if case .integer(let timestamp)? = object?["timestamp"] { timestamp } else { nil }
         switch (status, code) {
         case (410, "Unregistered"):
-            answer.verdict = .tokenDead(since: since)
+            answer.said = .tokenDead(since: since)
             answer.evidence = .init(kind: .unregistered, reason: .apnsUnregistered)
         case (410, "ExpiredToken"):
-            answer.verdict = .tokenDead(since: since)
+            answer.said = .tokenDead(since: since)
             answer.evidence = .init(kind: .expired, reason: .apnsExpiredToken)
         case (400, "BadDeviceToken"):
-            answer.verdict = .tokenDead(since: since)
+            answer.said = .tokenDead(since: since)
             answer.reason = .apnsBadDeviceToken
             answer.evidence = .init(kind: .malformed, reason: .apnsBadDeviceToken)
         case (403, "ExpiredProviderToken"):
-            answer.verdict = .retryWithFreshProviderToken
+            answer.said = .providerTokenExpired
         case (429, "TooManyProviderTokenUpdates"):
-            answer.verdict = .throttled
+            answer.said = .providerTokenUpdatesThrottled
             answer.reason = .apnsTooManyProviderTokenUpdates
-            answer.retryable = false
         case (429, _):
-            answer.verdict = .throttled
+            answer.said = .throttled
         default:
             break
         }
-        if case .tokenDead = answer.verdict { answer.retryable = false }
         return answer
     }
 }

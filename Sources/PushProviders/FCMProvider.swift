@@ -68,7 +68,7 @@ package enum FCMProvider: ProviderAnswerParser {
     /// 2xx → accepted. The token is dead only on explicit words: 404 `UNREGISTERED`, or 400
     /// `INVALID_ARGUMENT` about the token (a field violation on `message.token`, or Google's
     /// "not a valid FCM registration token"); any other `INVALID_ARGUMENT` is about our message.
-    /// 429 → throttled; 429, 500 and 503 (`UNAVAILABLE`, `INTERNAL`, `QUOTA_EXCEEDED`) retryable;
+    /// 429 → throttled (`QUOTA_EXCEEDED`); 500 and 503 (`INTERNAL`, `UNAVAILABLE`) → unavailable;
     /// a generic 404 (wrong project), 401/403 and the rest refused. `UNREGISTERED` at another
     /// status is kept as evidence (the relay answers `unregistered` on it).
     package static func parse(status: Int, body: [UInt8], header: (String) -> String?) -> ProviderAnswer {
@@ -91,8 +91,8 @@ package enum FCMProvider: ProviderAnswerParser {
         }
         let code = fcmErrorCode ?? googleStatus
         var answer = ProviderAnswer(
-            .refused, status: status, reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status),
-            detail: message.isEmpty ? nil : ProviderText.excerpt(message), code: code, retryable: [429, 500, 503].contains(status),
+            status == 429 ? .throttled : status == 500 || status == 503 ? .unavailable : .refused, status: status, reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status),
+            detail: message.isEmpty ? nil : ProviderText.excerpt(message), code: code,
             retryAfter: ProviderText.retryAfter(header("retry-after")))
         let unregistered = fcmErrorCode == "UNREGISTERED" || googleStatus == "UNREGISTERED"
         let invalidArgument = status == 400 && (fcmErrorCode == "INVALID_ARGUMENT" || googleStatus == "INVALID_ARGUMENT")
@@ -110,8 +110,6 @@ package enum FCMProvider: ProviderAnswerParser {
             answer = ProviderAnswer(
                 .tokenDead(since: nil), status: status, reason: .fcmInvalidArgument, detail: "invalid registration token", code: code,
                 evidence: answer.evidence)
-        } else if status == 429 {
-            answer.verdict = .throttled
         }
         return answer
     }

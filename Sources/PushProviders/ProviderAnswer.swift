@@ -1,23 +1,32 @@
 /// One provider answer, read: what the provider said, in the terms every policy shares. No
-/// policy here: the hub's transports decide prune, keep or retry (`PushRetryPolicy`), the relay
-/// which status and code it answers; both start from this value.
+/// policy here: what an answer means to its caller lives beside the caller (`HubAnswerPolicy`:
+/// prune, keep or retry; `RelayProviderOutcome`: the status and code the relay answers).
 package struct ProviderAnswer: Sendable, Equatable, PushReasonCarrying {
-    package enum Verdict: Sendable, Equatable {
+    /// What the provider said, as a fact about the request, the device token or the provider.
+    package enum Said: Sendable, Equatable {
         /// Accepted (not a handset receipt).
         case accepted
-        /// The token is dead. `since`: the provider's own moment (APNs `timestamp`, ms since
-        /// 1970), so a registration refreshed after it is kept.
+        /// In the provider's explicit words, the device token (or subscription) is dead.
+        /// `since`: the provider's own moment (APNs `timestamp`, ms since 1970).
         case tokenDead(since: Int64?)
-        /// Our provider token (the APNs JWT) is too old: mint a fresh one and send once more.
-        case retryWithFreshProviderToken
+        /// Our provider token (the APNs JWT) is too old; the request was not processed.
+        case providerTokenExpired
         /// The provider throttles us (429); see `retryAfter`.
         case throttled
-        /// Anything else: a refusal, a failure, or no answer at all (`status` nil).
+        /// The provider throttles the minting of our provider tokens (APNs
+        /// `TooManyProviderTokenUpdates`): another request now would make it worse.
+        case providerTokenUpdatesThrottled
+        /// A failure the provider documents as passing (a 5xx it names, `UNAVAILABLE`).
+        case unavailable
+        /// The request was refused for anything else (our message, our credentials, a proxy).
         case refused
+        /// No answer arrived. `notProcessed`: the failure proves the provider never saw the
+        /// request (no connection, a refused stream); a timeout or a lost connection does not.
+        case unanswered(notProcessed: Bool)
     }
 
-    /// What the answer says about the token, whatever the verdict. The hub prunes on the
-    /// verdict; the relay, which answers like the official relay, on fewer words.
+    /// What the answer says about the token, whatever else it says. The hub prunes on
+    /// `.tokenDead`; the relay, which answers like the official relay, on fewer words.
     package struct TokenEvidence: Sendable, Equatable {
         package enum Kind: Sendable, Equatable {
             /// "Not registered" (APNs 410, FCM at any status).
@@ -34,7 +43,7 @@ package struct ProviderAnswer: Sendable, Equatable, PushReasonCarrying {
         package var reason: PushDeliveryReason
     }
 
-    package var verdict: Verdict
+    package var said: Said
     /// The HTTP status, nil when no answer arrived.
     package var status: Int?
     /// The provider's code sanitized (`BadCollapseId`, `NOT_FOUND`), `http_<status>` when it gave
@@ -45,8 +54,6 @@ package struct ProviderAnswer: Sendable, Equatable, PushReasonCarrying {
     /// The provider's code exactly as it came (APNs `reason`, FCM `errorCode`/`status`, the
     /// relay's `code`). Never printed as is: a caller sanitizes it with its own rules.
     package var code: String?
-    /// Whether a retry policy may try again: never for a dead token or a malformed request.
-    package var retryable: Bool
     /// The answer's `Retry-After`, as delay-seconds.
     package var retryAfter: Duration?
     /// APNs' `apns-id` of an accepted push.
@@ -54,39 +61,22 @@ package struct ProviderAnswer: Sendable, Equatable, PushReasonCarrying {
     package var evidence: TokenEvidence?
 
     package init(
-        _ verdict: Verdict, status: Int?, reason: PushDeliveryReason? = nil, detail: String? = nil, code: String? = nil, retryable: Bool = false,
-        retryAfter: Duration? = nil, apnsId: String? = nil, evidence: TokenEvidence? = nil
+        _ said: Said, status: Int?, reason: PushDeliveryReason? = nil, detail: String? = nil, code: String? = nil, retryAfter: Duration? = nil,
+        apnsId: String? = nil, evidence: TokenEvidence? = nil
     ) {
-        self.verdict = verdict
+        self.said = said
         self.status = status
         self.reason = reason
         self.detail = detail
         self.code = code
-        self.retryable = retryable
         self.retryAfter = retryAfter
         self.apnsId = apnsId
         self.evidence = evidence
     }
 
-    /// No answer arrived: `reason` says why (`timeout`, `connection_refused`…); `retryable`
-    /// only when the failure proves the request was not processed.
-    package static func unanswered(_ reason: PushDeliveryReason, retryable: Bool) -> ProviderAnswer {
-        ProviderAnswer(.refused, status: nil, reason: reason, retryable: retryable)
-    }
-
-    /// The outcome the answer reads as: sent, invalid (a dead token) or failed.
-    package var outcome: PushDeliveryOutcome {
-        switch verdict {
-        case .accepted: .sent
-        case .tokenDead: .invalid
-        case .retryWithFreshProviderToken, .throttled, .refused: .failed
-        }
-    }
-
-    /// For a dead token: when the provider says it died.
-    package var invalidSince: Int64? {
-        if case .tokenDead(let since) = verdict { return since }
-        return nil
+    /// No answer arrived: `reason` says why (`timeout`, `connection_refused`…).
+    package static func unanswered(_ reason: PushDeliveryReason, notProcessed: Bool) -> ProviderAnswer {
+        ProviderAnswer(.unanswered(notProcessed: notProcessed), status: nil, reason: reason)
     }
 }
 

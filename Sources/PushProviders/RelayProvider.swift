@@ -58,7 +58,7 @@ package enum RelayProvider: ProviderAnswerParser {
     }
 
     /// 2xx → accepted; 410 with code `unregistered` → the token is dead (a 410 without it, a
-    /// proxy's "Gone" say, is no proof); 429 → throttled; 429 and 5xx but 501 retryable;
+    /// proxy's "Gone" say, is no proof); 429 → throttled; 5xx but 501 → unavailable;
     /// everything else refused, keeping the relay's `code` and message.
     package static func parse(status: Int, body: [UInt8], header: (String) -> String?) -> ProviderAnswer {
         if (200...299).contains(status) { return ProviderAnswer(.accepted, status: status) }
@@ -69,8 +69,7 @@ package enum RelayProvider: ProviderAnswerParser {
             return ProviderAnswer(.tokenDead(since: nil), status: status, reason: .unregistered, code: code, evidence: .init(kind: .unregistered, reason: .unregistered))
         }
         return ProviderAnswer(
-            status == 429 ? .throttled : .refused, status: status, reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status),
-            detail: message.flatMap { $0.isEmpty ? nil : ProviderText.excerpt($0) }, code: code,
-            retryable: status == 429 || ((500...599).contains(status) && status != 501), retryAfter: ProviderText.retryAfter(header("retry-after")))
+            status == 429 ? .throttled : (500...599).contains(status) && status != 501 ? .unavailable : .refused, status: status, reason: code.map { PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status),
+            detail: message.flatMap { $0.isEmpty ? nil : ProviderText.excerpt($0) }, code: code, retryAfter: ProviderText.retryAfter(header("retry-after")))
     }
 }

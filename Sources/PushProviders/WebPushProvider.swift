@@ -77,7 +77,7 @@ package enum WebPushProvider: ProviderAnswerParser {
     /// 2xx accepted; 404 and 410 the subscription is gone (RFC 8030 §7: expired or unknown);
     /// 413 too large; 429 throttled (`Retry-After`); anything else refused with the service's
     /// reason sanitized (Apple's `{"reason"}`, Mozilla's `{"errno","message"}`, FCM's text),
-    /// 5xx but 501 retryable.
+    /// 5xx but 501 unavailable.
     package static func parse(status: Int, body: [UInt8], header: (String) -> String?) -> ProviderAnswer {
         if (200...299).contains(status) { return ProviderAnswer(.accepted, status: status) }
         if status == 404 || status == 410 {
@@ -90,9 +90,8 @@ package enum WebPushProvider: ProviderAnswerParser {
         var message = object?["message"]?.stringValue
         if object == nil, !body.isEmpty, body.count <= 4096 { message = String(decoding: body, as: UTF8.self) }
         return ProviderAnswer(
-            status == 429 ? .throttled : .refused, status: status,
+            status == 429 ? .throttled : (500...599).contains(status) && status != 501 ? .unavailable : .refused, status: status,
             reason: code.flatMap { $0.isEmpty ? nil : PushDeliveryReason(rawValue: ProviderText.code($0)) } ?? .http(status),
-            detail: message.flatMap { $0.isEmpty ? nil : ProviderText.excerpt($0) }, code: code,
-            retryable: status == 429 || ((500...599).contains(status) && status != 501), retryAfter: ProviderText.retryAfter(header("retry-after")))
+            detail: message.flatMap { $0.isEmpty ? nil : ProviderText.excerpt($0) }, code: code, retryAfter: ProviderText.retryAfter(header("retry-after")))
     }
 }

@@ -48,7 +48,7 @@ struct RelayProviderOutcome: Sendable, Equatable {
     /// or no reason (APNs), as each has always logged.
     static func from(_ answer: ProviderAnswer, rateLimitedReasonFallsBack: Bool) -> RelayProviderOutcome {
         guard let status = answer.status else { return RelayProviderOutcome(.upstream, reason: answer.reason?.rawValue) }
-        if answer.verdict == .accepted { return RelayProviderOutcome(.accepted, providerStatus: status) }
+        if answer.said == .accepted { return RelayProviderOutcome(.accepted, providerStatus: status) }
         if let evidence = answer.evidence, evidence.kind == .unregistered || evidence.kind == .malformed {
             return RelayProviderOutcome(.unregistered, providerStatus: status, reason: evidence.reason.rawValue)
         }

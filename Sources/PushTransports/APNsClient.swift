@@ -80,7 +80,7 @@ package struct APNsClient: Sendable {
         var report = Report(answer: sent.answer.scrubbed(secrets: [push.token, first]), attempts: sent.attempts, latency: sent.latency)
         // Apple's word (403 `ExpiredProviderToken`, read by `APNsProvider.parse`): this push was
         // not processed and our token is too old.
-        guard sent.answer.verdict == .retryWithFreshProviderToken else { return report }
+        guard sent.answer.said == .providerTokenExpired else { return report }
         report.askedForFreshToken = true
         let fresh: String
         do {

@@ -49,7 +49,7 @@ package struct APNsTransport: PushTransport {
         return Self.result(await apns.send(push, jwt: jwt, over: batch))
     }
 
-    /// The hub's reading of a report: the answer's verdict as it is; a fresh token that could
+    /// The hub's reading of a report: the answer by `HubAnswerPolicy`; a fresh token that could
     /// not be minted keeps Apple's refusal and says why in the detail.
     static func result(_ report: APNsClient.Report) -> PushResult {
         var result = PushResult(report.answer, latency: report.latency, attempts: report.attempts)

@@ -70,7 +70,7 @@ struct ProviderCall: Sendable {
                 answer = error.unanswered
             }
             let latency = start.duration(to: clock.now)
-            if answer.retryable, !Task.isCancelled, let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter) {
+            if HubAnswerPolicy.mayRetry(answer), !Task.isCancelled, let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter) {
                 do {
                     try await Task.sleep(for: delay)
                     continue
@@ -83,27 +83,27 @@ struct ProviderCall: Sendable {
 
 extension HTTPClientError {
     /// The answer that never came: a network failure is never a verdict on the token, always
-    /// `failed`. Only failures that prove the request was not processed are retryable. The
+    /// `failed`. Only failures that prove the request was not processed say so. The
     /// relay reads the same reasons for its log.
     package var unanswered: ProviderAnswer {
         switch code {
-        case .dnsFailure: .unanswered(.dnsFailure, retryable: true)
-        case .connectionRefused: .unanswered(.connectionRefused, retryable: true)
-        case .tlsFailure: .unanswered(.tlsFailure, retryable: true)
-        case .streamRefused: .unanswered(.streamRefused, retryable: true)
-        case .timeout: .unanswered(.timeout, retryable: false)
-        case .connectionLost: .unanswered(.connectionLost, retryable: false)
-        case .cancelled: .unanswered(.cancelled, retryable: false)
-        case .shutdown: .unanswered(.shutdown, retryable: false)
-        case .responseTooLarge: .unanswered(.responseTooLarge, retryable: false)
-        case .badResponse: .unanswered(.badResponse, retryable: false)
-        case .invalidRequest: .unanswered(.invalidRequest, retryable: false)
-        case .invalidConfiguration: .unanswered(.invalidConfiguration, retryable: false)
-        case .other: .unanswered(.networkError, retryable: false)
+        case .dnsFailure: .unanswered(.dnsFailure, notProcessed: true)
+        case .connectionRefused: .unanswered(.connectionRefused, notProcessed: true)
+        case .tlsFailure: .unanswered(.tlsFailure, notProcessed: true)
+        case .streamRefused: .unanswered(.streamRefused, notProcessed: true)
+        case .timeout: .unanswered(.timeout, notProcessed: false)
+        case .connectionLost: .unanswered(.connectionLost, notProcessed: false)
+        case .cancelled: .unanswered(.cancelled, notProcessed: false)
+        case .shutdown: .unanswered(.shutdown, notProcessed: false)
+        case .responseTooLarge: .unanswered(.responseTooLarge, notProcessed: false)
+        case .badResponse: .unanswered(.badResponse, notProcessed: false)
+        case .invalidRequest: .unanswered(.invalidRequest, notProcessed: false)
+        case .invalidConfiguration: .unanswered(.invalidConfiguration, notProcessed: false)
+        case .other: .unanswered(.networkError, notProcessed: false)
         // The detail names the proxy (its password as ***) and, for a refusal, its status.
         case .proxyAuthRequired: ProviderAnswer(.refused, status: nil, reason: .proxyAuthRequired, detail: detail)
         case .proxyRefused: ProviderAnswer(.refused, status: nil, reason: .proxyRefused, detail: detail)
-        case .addressNotAllowed: .unanswered(.endpointNotAllowed, retryable: false)
+        case .addressNotAllowed: .unanswered(.endpointNotAllowed, notProcessed: false)
         }
     }
 

@@ -15,6 +15,6 @@ package struct ProviderExchangeResult: Sendable {
 
     /// Nothing was sent, for `reason`.
     package static func declined(_ reason: PushDeliveryReason) -> ProviderExchangeResult {
-        ProviderExchangeResult(answer: .unanswered(reason, retryable: false), attempts: 0, latency: .zero)
+        ProviderExchangeResult(answer: .unanswered(reason, notProcessed: true), attempts: 0, latency: .zero)
     }
 }

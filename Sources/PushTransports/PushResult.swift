@@ -36,12 +36,12 @@ package struct PushResult: Sendable, Equatable, PushReasonCarrying {
         self.attempts = attempts
     }
 
-    /// What `answer` comes to after `attempts` attempts over `latency`: the hub reads a
-    /// provider's verdict as it is (a dead token is `invalid`, everything but acceptance `failed`).
+    /// What `answer` comes to after `attempts` attempts over `latency`, by the hub's policy
+    /// (`HubAnswerPolicy`: a dead token is `invalid`, everything but acceptance `failed`).
     package init(_ answer: ProviderAnswer, latency: Duration, attempts: Int) {
         self.init(
-            outcome: answer.outcome, reason: answer.reason, detail: answer.detail, status: answer.status, latency: latency, apnsId: answer.apnsId,
-            invalidSince: answer.invalidSince, attempts: attempts)
+            outcome: HubAnswerPolicy.outcome(answer), reason: answer.reason, detail: answer.detail, status: answer.status, latency: latency,
+            apnsId: answer.apnsId, invalidSince: HubAnswerPolicy.invalidSince(answer), attempts: attempts)
     }
 
     /// What one exchange came to, the words kept from its answer scrubbed of `secrets` (what we

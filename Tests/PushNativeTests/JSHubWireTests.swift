@@ -75,7 +75,7 @@ import PushEnvelope
             (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"}]}}"#, .failed),
         ])
     func fcmClassification(_ status: Int, _ body: String, _ outcome: PushDeliveryOutcome) {
-        #expect(FCMProvider.parse(status: status, body: Array(body.utf8)).outcome == outcome)
+        #expect(HubAnswerPolicy.outcome(FCMProvider.parse(status: status, body: Array(body.utf8))) == outcome)
     }
 
     @Test("§6.3 relay body") func relayBody() throws {

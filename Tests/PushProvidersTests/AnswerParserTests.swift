@@ -4,33 +4,33 @@ import Testing
 @testable import PushProviders
 
 /// Every provider answer docs/wire.md lists (and the harness scenarios send), read by the one
-/// parser both the hub and the relay use: verdict, reason, detail, retryability, and the token
-/// evidence the relay answers on.
+/// parser both the hub and the relay use: what the provider said, reason, detail, and the token
+/// evidence the relay answers on. What the hub makes of it is `HubAnswerPolicyTests`.
 @Suite struct AnswerParserTests {
-    typealias Row = (status: Int, body: String, verdict: ProviderAnswer.Verdict, reason: String?, retryable: Bool, evidence: ProviderAnswer.TokenEvidence.Kind?)
+    typealias Row = (status: Int, body: String, said: ProviderAnswer.Said, reason: String?, evidence: ProviderAnswer.TokenEvidence.Kind?)
 
     static let apns: [Row] = [
-        (200, "", .accepted, nil, false, nil),
-        (410, #"{"reason":"Unregistered","timestamp":1700000000000}"#, .tokenDead(since: 1_700_000_000_000), "Unregistered", false, .unregistered),
-        (410, #"{"reason":"ExpiredToken"}"#, .tokenDead(since: nil), "ExpiredToken", false, .expired),
-        (410, "", .refused, "http_410", false, nil),
-        (400, #"{"reason":"BadDeviceToken"}"#, .tokenDead(since: nil), "BadDeviceToken", false, .malformed),
-        (400, #"{"reason":"BadCollapseId"}"#, .refused, "BadCollapseId", false, nil),
-        (400, #"{"reason":"DeviceTokenNotForTopic"}"#, .refused, "DeviceTokenNotForTopic", false, nil),
-        (400, #"{"reason":"BadTopic"}"#, .refused, "BadTopic", false, nil),
-        (403, #"{"reason":"ExpiredProviderToken"}"#, .retryWithFreshProviderToken, "ExpiredProviderToken", false, nil),
+        (200, "", .accepted, nil, nil),
+        (410, #"{"reason":"Unregistered","timestamp":1700000000000}"#, .tokenDead(since: 1_700_000_000_000), "Unregistered", .unregistered),
+        (410, #"{"reason":"ExpiredToken"}"#, .tokenDead(since: nil), "ExpiredToken", .expired),
+        (410, "", .refused, "http_410", nil),
+        (400, #"{"reason":"BadDeviceToken"}"#, .tokenDead(since: nil), "BadDeviceToken", .malformed),
+        (400, #"{"reason":"BadCollapseId"}"#, .refused, "BadCollapseId", nil),
+        (400, #"{"reason":"DeviceTokenNotForTopic"}"#, .refused, "DeviceTokenNotForTopic", nil),
+        (400, #"{"reason":"BadTopic"}"#, .refused, "BadTopic", nil),
+        (403, #"{"reason":"ExpiredProviderToken"}"#, .providerTokenExpired, "ExpiredProviderToken", nil),
         // Only Apple's 403 asks for a fresh provider token; the reason at another status is a refusal.
-        (400, #"{"reason":"ExpiredProviderToken"}"#, .refused, "ExpiredProviderToken", false, nil),
-        (500, #"{"reason":"ExpiredProviderToken"}"#, .refused, "ExpiredProviderToken", true, nil),
-        (403, #"{"reason":"InvalidProviderToken"}"#, .refused, "InvalidProviderToken", false, nil),
-        (403, #"{"reason":"BadCertificateEnvironment"}"#, .refused, "BadCertificateEnvironment", false, nil),
-        (413, #"{"reason":"PayloadTooLarge"}"#, .refused, "PayloadTooLarge", false, nil),
-        (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, .throttled, "TooManyProviderTokenUpdates", false, nil),
-        (429, #"{"reason":"TooManyRequests"}"#, .throttled, "TooManyRequests", true, nil),
-        (429, "", .throttled, "http_429", true, nil),
-        (500, #"{"reason":"InternalServerError"}"#, .refused, "InternalServerError", true, nil),
-        (503, #"{"reason":"ServiceUnavailable"}"#, .refused, "ServiceUnavailable", true, nil),
-        (503, "<html>busy</html>", .refused, "http_503", true, nil),
+        (400, #"{"reason":"ExpiredProviderToken"}"#, .refused, "ExpiredProviderToken", nil),
+        (500, #"{"reason":"ExpiredProviderToken"}"#, .unavailable, "ExpiredProviderToken", nil),
+        (403, #"{"reason":"InvalidProviderToken"}"#, .refused, "InvalidProviderToken", nil),
+        (403, #"{"reason":"BadCertificateEnvironment"}"#, .refused, "BadCertificateEnvironment", nil),
+        (413, #"{"reason":"PayloadTooLarge"}"#, .refused, "PayloadTooLarge", nil),
+        (429, #"{"reason":"TooManyProviderTokenUpdates"}"#, .providerTokenUpdatesThrottled, "TooManyProviderTokenUpdates", nil),
+        (429, #"{"reason":"TooManyRequests"}"#, .throttled, "TooManyRequests", nil),
+        (429, "", .throttled, "http_429", nil),
+        (500, #"{"reason":"InternalServerError"}"#, .unavailable, "InternalServerError", nil),
+        (503, #"{"reason":"ServiceUnavailable"}"#, .unavailable, "ServiceUnavailable", nil),
+        (503, "<html>busy</html>", .unavailable, "http_503", nil),
     ]
 
     @Test func apnsAnswers() {
@@ -59,21 +59,21 @@ import Testing
     }
 
     static let fcm: [Row] = [
-        (200, #"{"name":"projects/p/messages/1"}"#, .accepted, nil, false, nil),
-        (404, fcmError(404, "NOT_FOUND", errorCode: "UNREGISTERED"), .tokenDead(since: nil), "UNREGISTERED", false, .unregistered),
-        (404, #"{"error":{"code":404,"status":"UNREGISTERED"}}"#, .tokenDead(since: nil), "UNREGISTERED", false, .unregistered),
+        (200, #"{"name":"projects/p/messages/1"}"#, .accepted, nil, nil),
+        (404, fcmError(404, "NOT_FOUND", errorCode: "UNREGISTERED"), .tokenDead(since: nil), "UNREGISTERED", .unregistered),
+        (404, #"{"error":{"code":404,"status":"UNREGISTERED"}}"#, .tokenDead(since: nil), "UNREGISTERED", .unregistered),
         // Not proof for the hub at another status, but evidence the relay answers on.
-        (400, fcmError(400, "UNREGISTERED"), .refused, "UNREGISTERED", false, .unregistered),
-        (400, fcmError(400, "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT", field: "message.token"), .tokenDead(since: nil), "INVALID_ARGUMENT", false, .malformed),
-        (400, fcmError(400, "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token"), .tokenDead(since: nil), "INVALID_ARGUMENT", false, .described),
-        (400, fcmError(400, "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT", field: "message.android.restricted_package_name"), .refused, "INVALID_ARGUMENT", false, nil),
-        (404, fcmError(404, "NOT_FOUND"), .refused, "NOT_FOUND", false, nil),
-        (401, fcmError(401, "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR"), .refused, "THIRD_PARTY_AUTH_ERROR", false, nil),
-        (403, fcmError(403, "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH"), .refused, "SENDER_ID_MISMATCH", false, nil),
-        (429, fcmError(429, "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED"), .throttled, "QUOTA_EXCEEDED", true, nil),
-        (500, fcmError(500, "INTERNAL", errorCode: "INTERNAL"), .refused, "INTERNAL", true, nil),
-        (503, fcmError(503, "UNAVAILABLE", errorCode: "UNAVAILABLE"), .refused, "UNAVAILABLE", true, nil),
-        (502, "<html>bad gateway</html>", .refused, "http_502", false, nil),
+        (400, fcmError(400, "UNREGISTERED"), .refused, "UNREGISTERED", .unregistered),
+        (400, fcmError(400, "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT", field: "message.token"), .tokenDead(since: nil), "INVALID_ARGUMENT", .malformed),
+        (400, fcmError(400, "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token"), .tokenDead(since: nil), "INVALID_ARGUMENT", .described),
+        (400, fcmError(400, "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT", field: "message.android.restricted_package_name"), .refused, "INVALID_ARGUMENT", nil),
+        (404, fcmError(404, "NOT_FOUND"), .refused, "NOT_FOUND", nil),
+        (401, fcmError(401, "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR"), .refused, "THIRD_PARTY_AUTH_ERROR", nil),
+        (403, fcmError(403, "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH"), .refused, "SENDER_ID_MISMATCH", nil),
+        (429, fcmError(429, "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED"), .throttled, "QUOTA_EXCEEDED", nil),
+        (500, fcmError(500, "INTERNAL", errorCode: "INTERNAL"), .unavailable, "INTERNAL", nil),
+        (503, fcmError(503, "UNAVAILABLE", errorCode: "UNAVAILABLE"), .unavailable, "UNAVAILABLE", nil),
+        (502, "<html>bad gateway</html>", .refused, "http_502", nil),
     ]
 
     @Test func fcmAnswers() {
@@ -87,15 +87,15 @@ import Testing
     }
 
     static let relay: [Row] = [
-        (200, #"{"ok":true}"#, .accepted, nil, false, nil),
-        (410, #"{"ok":false,"code":"unregistered"}"#, .tokenDead(since: nil), "unregistered", false, .unregistered),
-        (410, "Gone", .refused, "http_410", false, nil),
-        (400, #"{"ok":false,"code":"bad_request","message":"token must be hex"}"#, .refused, "bad_request", false, nil),
-        (413, #"{"ok":false,"code":"too_large"}"#, .refused, "too_large", false, nil),
-        (501, #"{"ok":false,"code":"unsupported_platform"}"#, .refused, "unsupported_platform", false, nil),
-        (429, #"{"ok":false,"code":"rate_limited"}"#, .throttled, "rate_limited", true, nil),
-        (502, #"{"ok":false,"code":"upstream"}"#, .refused, "upstream", true, nil),
-        (503, "", .refused, "http_503", true, nil),
+        (200, #"{"ok":true}"#, .accepted, nil, nil),
+        (410, #"{"ok":false,"code":"unregistered"}"#, .tokenDead(since: nil), "unregistered", .unregistered),
+        (410, "Gone", .refused, "http_410", nil),
+        (400, #"{"ok":false,"code":"bad_request","message":"token must be hex"}"#, .refused, "bad_request", nil),
+        (413, #"{"ok":false,"code":"too_large"}"#, .refused, "too_large", nil),
+        (501, #"{"ok":false,"code":"unsupported_platform"}"#, .refused, "unsupported_platform", nil),
+        (429, #"{"ok":false,"code":"rate_limited"}"#, .throttled, "rate_limited", nil),
+        (502, #"{"ok":false,"code":"upstream"}"#, .unavailable, "upstream", nil),
+        (503, "", .unavailable, "http_503", nil),
     ]
 
     @Test func relayAnswers() {
@@ -114,18 +114,12 @@ import Testing
         #expect(answer.reason?.rawValue.hasPrefix(#"Bad\r\n"#) == true)
         #expect((answer.reason?.rawValue.count ?? 0) <= 70)
         #expect(answer.code == "Bad\r\n" + long)
-        #expect(APNsProvider.parse(status: 410, body: Array(#"{"reason":"Unregistered "}"#.utf8)).outcome == .failed)
+        #expect(APNsProvider.parse(status: 410, body: Array(#"{"reason":"Unregistered "}"#.utf8)).said == .refused)
     }
 
-    @Test func outcomesFollowVerdicts() {
-        #expect(ProviderAnswer(.accepted, status: 200).outcome == .sent)
-        #expect(ProviderAnswer(.tokenDead(since: 5), status: 410).outcome == .invalid)
-        #expect(ProviderAnswer(.tokenDead(since: 5), status: 410).invalidSince == 5)
-        for verdict in [ProviderAnswer.Verdict.throttled, .refused, .retryWithFreshProviderToken] {
-            #expect(ProviderAnswer(verdict, status: 500).outcome == .failed)
-        }
-        let timeout = ProviderAnswer.unanswered(.timeout, retryable: false)
-        #expect(timeout.status == nil && timeout.reasonText == "timeout" && timeout.outcome == .failed)
+    @Test func anUnansweredRequestSaysWhetherItWasProcessed() {
+        let timeout = ProviderAnswer.unanswered(.timeout, notProcessed: false)
+        #expect(timeout.status == nil && timeout.reasonText == "timeout" && timeout.said == .unanswered(notProcessed: false))
     }
 
     @Test func retryAfterIsDelaySeconds() {
@@ -139,9 +133,8 @@ import Testing
 
     static func check(_ answer: ProviderAnswer, _ row: Row, sourceLocation: SourceLocation = #_sourceLocation) {
         let label = "\(row.status) \(row.body)"
-        #expect(answer.verdict == row.verdict, "\(label)", sourceLocation: sourceLocation)
+        #expect(answer.said == row.said, "\(label)", sourceLocation: sourceLocation)
         #expect(answer.reason?.rawValue == row.reason, "\(label)", sourceLocation: sourceLocation)
-        #expect(answer.retryable == row.retryable, "\(label)", sourceLocation: sourceLocation)
         #expect(answer.evidence?.kind == row.evidence, "\(label)", sourceLocation: sourceLocation)
         #expect(answer.status == row.status, "\(label)", sourceLocation: sourceLocation)
     }

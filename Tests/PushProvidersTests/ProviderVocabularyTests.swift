@@ -84,7 +84,7 @@ import Testing
     /// access token after a 401) is done only by `APNsClient` and `FCMClient`, which the hub's
     /// transports and the relay's forwarders both call; no caller keeps its own copy.
     static let clientDuties: [(call: String, onlyIn: String)] = [
-        ("refresh(rejected:", "PushTransports/APNsClient.swift"), ("retryWithFreshProviderToken", "PushTransports/APNsClient.swift"),
+        ("refresh(rejected:", "PushTransports/APNsClient.swift"), ("said == .providerTokenExpired", "PushTransports/APNsClient.swift"),
         ("invalidate(", "PushTransports/FCMClient.swift"),
     ]
 
@@ -125,6 +125,25 @@ import Testing
             }
         }
         #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+    }
+
+    /// Issue 27, item 1: `ProviderAnswer` only reads. What an answer means to a caller (prune,
+    /// keep, retry; the relay's status and code) is a policy beside that caller
+    /// (`HubAnswerPolicy`, `RelayProviderOutcome`), never in the provider layer.
+    static let policyWords = ["retryable", "verdict", "Verdict", "mayRetry", "outcome", "invalidSince"]
+
+    @Test func theProviderLayerReadsAnswersAndDecidesNothing() throws {
+        var findings: [String] = []
+        var policyHomes: Set<String> = []
+        try Self.scan { module, file, number, line in
+            if line.contains("enum HubAnswerPolicy") || line.contains("struct RelayProviderOutcome") { policyHomes.insert("\(module)/\(file)") }
+            guard module == "PushProviders", file.hasSuffix("Provider.swift") || file == "ProviderAnswer.swift" else { return }
+            for word in Self.policyWords where Self.containsWord(line, word) {
+                findings.append("PushProviders/\(file):\(number) names \(word)")
+            }
+        }
+        #expect(findings.isEmpty, "\(findings.joined(separator: "\n"))")
+        #expect(policyHomes == ["PushTransports/HubAnswerPolicy.swift", "PushRelay/RelayProviderOutcome.swift"], "\(policyHomes.sorted())")
     }
 
     /// Issue 27, done-when: one send loop in Sources/. Every channel (relay, APNs, FCM, Web Push)

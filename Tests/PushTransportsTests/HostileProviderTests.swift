@@ -59,7 +59,7 @@ import Testing
         #expect(apns.reasonText?.hasPrefix(#"Bad\r\nX-Forged: 1"#) == true)
         #expect(fcm.reasonText?.hasPrefix(#"\x85lorem ipsum"#) == true, "\(fcm.reasonText ?? "")")
         // The decisions still read the provider's words as sent.
-        #expect(APNsProvider.parse(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).outcome == .invalid)
+        #expect(APNsProvider.parse(status: 410, body: Array(#"{"reason":"Unregistered"}"#.utf8)).said == .tokenDead(since: nil))
     }
 
     /// A provider echoing what we sent (here the relay, quoting the device token and the request)
