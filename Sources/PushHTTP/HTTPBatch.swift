@@ -17,9 +17,12 @@ final class HTTPBatch: Sendable {
 
     let submittedAt: ContinuousClock.Instant
     private let state: Locked<State>
+    /// Set for `HTTPClient.start`: each outcome goes here as it ends, none is kept.
+    private let report: (@Sendable (Int, HTTPClient.Outcome) -> Void)?
 
-    init(count: Int, submittedAt: ContinuousClock.Instant) {
+    init(count: Int, submittedAt: ContinuousClock.Instant, report: (@Sendable (Int, HTTPClient.Outcome) -> Void)? = nil) {
         self.submittedAt = submittedAt
+        self.report = report
         state = Locked(State(outcomes: Array(repeating: nil, count: count), remaining: count))
     }
 
@@ -31,6 +34,17 @@ final class HTTPBatch: Sendable {
     /// Fills slot `index` (once; later calls are ignored) and resumes the caller after the last.
     func complete(_ index: Int, _ result: Result<HTTPResponse, HTTPClientError>) {
         let elapsed = submittedAt.duration(to: .now)
+        if let report {
+            let first = state.withLock { state -> Bool in
+                guard state.outcomes.indices.contains(index), state.outcomes[index] == nil else { return false }
+                // A placeholder marks the slot taken: later calls are ignored.
+                state.outcomes[index] = HTTPClient.Outcome(result: .failure(.other), elapsed: elapsed)
+                state.remaining -= 1
+                return true
+            }
+            if first { report(index, HTTPClient.Outcome(result: result, elapsed: elapsed)) }
+            return
+        }
         let finished: (Continuation, [HTTPClient.Outcome])? = state.withLock { state in
             guard state.outcomes.indices.contains(index), state.outcomes[index] == nil else { return nil }
             state.outcomes[index] = HTTPClient.Outcome(result: result, elapsed: elapsed)

@@ -171,38 +171,63 @@ package final class HTTPClient: Sendable {
     /// the same origin share connections; each has its own timeout, counted from now.
     package func send(_ requests: [HTTPRequest]) async -> [Outcome] {
         guard !requests.isEmpty else { return [] }
-        let now = ContinuousClock.now
-        let batch = HTTPBatch(count: requests.count, submittedAt: now)
+        let batch = HTTPBatch(count: requests.count, submittedAt: ContinuousClock.now)
+        let (started, refused) = transfers(requests, batch: batch)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: HTTPBatch.Continuation) in
+                batch.setContinuation(continuation)
+                submit(started, refused: refused, batch: batch)
+            }
+        } onCancel: {
+            for transfer in started { transfer.cancel() }
+        }
+    }
+
+    /// What `start` started: cancelling it ends every request of it not yet ended.
+    package struct StartedBatch: Sendable {
+        let transfers: [HTTPTransfer]
+        package func cancel() { for transfer in transfers { transfer.cancel() } }
+    }
+
+    /// Starts every request at once, like `send(_:)`, without waiting for them: `report` hears
+    /// each outcome as it ends (with its index in `requests`), exactly once per request, on the
+    /// thread that ended it, so a caller can act on each answer while the others are in flight.
+    package func start(_ requests: [HTTPRequest], report: @escaping @Sendable (Int, Outcome) -> Void) -> StartedBatch {
+        guard !requests.isEmpty else { return StartedBatch(transfers: []) }
+        let batch = HTTPBatch(count: requests.count, submittedAt: ContinuousClock.now, report: report)
+        let (started, refused) = transfers(requests, batch: batch)
+        submit(started, refused: refused, batch: batch)
+        return StartedBatch(transfers: started)
+    }
+
+    /// Each request's transfer for `batch`, each deadline counted from the batch's submission;
+    /// the requests refused before any transfer, with why.
+    private func transfers(_ requests: [HTTPRequest], batch: HTTPBatch) -> ([HTTPTransfer], [(Int, HTTPClientError)]) {
         var transfers: [HTTPTransfer] = []
         transfers.reserveCapacity(requests.count)
         var refused: [(Int, HTTPClientError)] = []
         for (index, request) in requests.enumerated() {
             do throws(HTTPClientError) {
-                let deadline = now + (request.timeout ?? configuration.requestTimeout)
+                let deadline = batch.submittedAt + (request.timeout ?? configuration.requestTimeout)
                 transfers.append(try prepare(try Self.clientRequest(request), deadline: deadline, batch: batch, index: index))
             } catch {
                 refused.append((index, error))
             }
         }
-        let h2 = self.h2
-        let curl = self.curl
-        let started = transfers
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: HTTPBatch.Continuation) in
-                batch.setContinuation(continuation)
-                for (index, error) in refused { batch.complete(index, .failure(error)) }
-                var toH2: [HTTPTransfer] = []
-                var toCurl: [HTTPTransfer] = []
-                for transfer in started where transfer.begin() {
-                    if case .h2 = transfer.initialEngine { toH2.append(transfer) } else { toCurl.append(transfer) }
-                }
-                if !toH2.isEmpty, !h2.enqueue(.submit(toH2)) { for transfer in toH2 { transfer.submitFailed() } }
-                if !toCurl.isEmpty, !curl.enqueue(toCurl.count == 1 ? .add(toCurl[0]) : .addAll(toCurl)) {
-                    for transfer in toCurl { transfer.submitFailed() }
-                }
-            }
-        } onCancel: {
-            for transfer in started { transfer.cancel() }
+        return (transfers, refused)
+    }
+
+    /// Hands `transfers` to their engines, one command each; answers the refused at once.
+    private func submit(_ transfers: [HTTPTransfer], refused: [(Int, HTTPClientError)], batch: HTTPBatch) {
+        for (index, error) in refused { batch.complete(index, .failure(error)) }
+        var toH2: [HTTPTransfer] = []
+        var toCurl: [HTTPTransfer] = []
+        for transfer in transfers where transfer.begin() {
+            if case .h2 = transfer.initialEngine { toH2.append(transfer) } else { toCurl.append(transfer) }
+        }
+        if !toH2.isEmpty, !h2.enqueue(.submit(toH2)) { for transfer in toH2 { transfer.submitFailed() } }
+        if !toCurl.isEmpty, !curl.enqueue(toCurl.count == 1 ? .add(toCurl[0]) : .addAll(toCurl)) {
+            for transfer in toCurl { transfer.submitFailed() }
         }
     }
 

@@ -1,4 +1,5 @@
 import PushHTTP
+import PushProviders
 import PushSync
 
 /// The one send loop every channel (relay, APNs, FCM, Web Push) runs its deliveries through,
@@ -53,6 +54,44 @@ struct DeliveryPipeline: Sendable {
         }
     }
 
+    /// `send` for a channel whose requests cost more to make than to send (Web Push seals each
+    /// message), so that making them uses every core and sending them costs one hand-off per
+    /// chunk: `limit / chunk` workers each keep up to `chunk` deliveries in flight, and refill
+    /// with a new chunk (drafted, `prepare`d, started together by `ProviderCall.Batch.start`)
+    /// once half of theirs have ended. Each answer is read as it arrives, never waiting for its
+    /// chunk: `finish` reads it, and a delivery that needs more (a retry by the policy, another
+    /// exchange of the channel's own) goes on in a task of its own. So a request that is never
+    /// answered holds only its own slot. A refusal while drafting is answered as is; one while
+    /// preparing is logged. Results in index order.
+    func send<Delivery: LoggableDelivery, Context: Sendable>(
+        count: Int, window: Int, chunk: Int, draft: @escaping @Sendable (Int) -> PipelineDraft<Delivery>,
+        prepare: @escaping @Sendable (Delivery) -> PipelinePrepared<Context>, parse: @escaping @Sendable (HTTPResponse) -> ProviderAnswer,
+        finish: @escaping @Sendable (Delivery, Context, ProviderExchangeResult) -> PipelineFinish
+    ) async -> [PushResult] {
+        guard count > 0 else { return [] }
+        let batch = call.batch()
+        let limit = max(1, min(concurrency, window))
+        let size = max(1, min(chunk, limit))
+        let next = Locked(0)
+        let claim: @Sendable (Int) -> Range<Int>? = { wanted in
+            next.withLock { value in
+                guard value < count else { return nil }
+                let end = min(count, value + wanted)
+                defer { value = end }
+                return value..<end
+            }
+        }
+        let chunked = ChunkedSend(
+            pipeline: self, batch: batch, size: size, draft: draft, prepare: prepare, parse: parse, finish: finish)
+        let workers = min(max(1, limit / size), (count + size - 1) / size)
+        return await withTaskGroup(of: [(Int, PushResult)].self) { group in
+            for _ in 0..<workers { group.addTask { await chunked.run(claim: claim) } }
+            var results = [PushResult?](repeating: nil, count: count)
+            for await done in group { for (index, result) in done { results[index] = result } }
+            return results.compactMap { $0 }
+        }
+    }
+
     /// Every delivery of a batch failed before any request (no provider token, no OAuth token):
     /// each drafted delivery gets `result` and is logged; one refused while drafting keeps its own.
     func refuseAll<Delivery: LoggableDelivery>(count: Int, draft: (Int) -> PipelineDraft<Delivery>, _ result: PushResult) -> [PushResult] {
@@ -95,6 +134,20 @@ struct DeliveryPipeline: Sendable {
             return results.compactMap { $0 }
         }
     }
+}
+
+/// One delivery made ready to send (`DeliveryPipeline.send(count:window:chunk:…)`): its request
+/// and what the channel keeps to read the answer, or the result it failed with before sending.
+enum PipelinePrepared<Context: Sendable>: Sendable {
+    case send(HTTPRequest, Context)
+    case refused(PushResult)
+}
+
+/// What a chunked send's channel makes of a first answer: the result, or more to do first
+/// (another exchange of its own over the batch), run in a task of its own.
+enum PipelineFinish: Sendable {
+    case done(PushResult)
+    case more(@Sendable (ProviderCall.Batch) async -> PushResult)
 }
 
 /// One delivery as a channel's caller hands it to the pipeline, made at the moment it can be sent.

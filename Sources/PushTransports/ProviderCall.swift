@@ -30,6 +30,19 @@ struct ProviderCall: Sendable {
             if backingOff { return .declined(.endpointBackoff) }
             return await call.perform(request, batchStartedAt: startedAt, parse: parse)
         }
+
+        /// Starts the first attempts of `requests` in one hand-off to the client, without
+        /// waiting: `report` hears each outcome as it ends (`ProviderCall.read` reads it). Nil
+        /// when the endpoint is backing off: nothing is sent.
+        func start(_ requests: [HTTPRequest], report: @escaping @Sendable (Int, HTTPClient.Outcome) -> Void) -> HTTPClient.StartedBatch? {
+            if backingOff { return nil }
+            let inFlight = call.inFlight
+            inFlight?.increment(by: Double(requests.count))
+            return call.client.start(requests) { index, outcome in
+                inFlight?.decrement(by: 1)
+                report(index, outcome)
+            }
+        }
     }
 
     /// The exchange for a batch that starts now. Asked once per batch: its requests started with
@@ -44,33 +57,52 @@ struct ProviderCall: Sendable {
     /// after its own backoff (never another request's). The latency runs from this call to the
     /// last answer.
     func perform(_ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
-        let clock = ContinuousClock()
-        let start = clock.now
+        await perform(request, batchStartedAt: batchStartedAt, startedAt: ContinuousClock.now, firstOutcome: nil, parse: parse)
+    }
+
+    /// The first attempt's outcome (from `Batch.start`) read: the exchange as it stands, and
+    /// whether the policy sends it again (then `perform(_:batchStartedAt:after:parse:)`).
+    func read(first outcome: HTTPClient.Outcome, batchStartedAt: ContinuousClock.Instant, parse: (HTTPResponse) -> ProviderAnswer) -> (
+        ProviderExchangeResult, retries: Bool
+    ) {
+        let (answer, _) = read(outcome.result, attemptStartedAt: batchStartedAt, startedAt: batchStartedAt, parse: parse)
+        let latency = outcome.elapsed
+        return (ProviderExchangeResult(answer: answer, attempts: 1, latency: latency), retryDelay(answer, attempt: 1, latency: latency) != nil)
+    }
+
+    /// The attempts after a first one that `read(first:)` said the policy retries.
+    func perform(
+        _ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, after first: HTTPClient.Outcome, parse: (HTTPResponse) -> ProviderAnswer
+    ) async -> ProviderExchangeResult {
+        // The latency runs from the first attempt's submission, as `read(first:)` counts it.
+        await perform(request, batchStartedAt: batchStartedAt, startedAt: ContinuousClock.now - first.elapsed, firstOutcome: first.result, parse: parse)
+    }
+
+    /// The loop of attempts. `firstOutcome`: the first attempt's outcome when it was already
+    /// sent (in a batch); otherwise the first attempt is sent here.
+    private func perform(
+        _ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, startedAt start: ContinuousClock.Instant,
+        firstOutcome: Result<HTTPResponse, HTTPClientError>?, parse: (HTTPResponse) -> ProviderAnswer
+    ) async -> ProviderExchangeResult {
         var attempt = 0
         while true {
             attempt += 1
             // The first attempt belongs to its batch; a retry starts on its own.
-            let attemptStart = attempt == 1 ? batchStartedAt : clock.now
-            inFlight?.increment(by: 1)
+            let attemptStart = attempt == 1 ? batchStartedAt : ContinuousClock.now
             let outcome: Result<HTTPResponse, HTTPClientError>
-            do {
-                outcome = .success(try await client.send(request))
-            } catch {
-                outcome = .failure(error)
+            if attempt == 1, let firstOutcome {
+                outcome = firstOutcome
+            } else {
+                inFlight?.increment(by: 1)
+                do {
+                    outcome = .success(try await client.send(request))
+                } catch {
+                    outcome = .failure(error)
+                }
+                inFlight?.decrement(by: 1)
             }
-            inFlight?.decrement(by: 1)
-            let answer: ProviderAnswer
-            switch outcome {
-            case .success(let response):
-                // Any answer ends an outage.
-                backoff.recordSuccess()
-                answer = parse(response)
-            case .failure(let error):
-                if error.isConnectFailure { backoff.recordConnectFailure(now: clock.now, attemptStartedAt: attemptStart) }
-                answer = error.unanswered
-            }
-            let latency = start.duration(to: clock.now)
-            if HubAnswerPolicy.mayRetry(answer), !Task.isCancelled, let delay = policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter) {
+            let (answer, latency) = read(outcome, attemptStartedAt: attemptStart, startedAt: start, parse: parse)
+            if let delay = retryDelay(answer, attempt: attempt, latency: latency) {
                 do {
                     try await Task.sleep(for: delay)
                     continue
@@ -78,6 +110,29 @@ struct ProviderCall: Sendable {
             }
             return ProviderExchangeResult(answer: answer, attempts: attempt, latency: latency)
         }
+    }
+
+    /// One attempt's outcome read: any answer ends an endpoint outage, a failed connect starts
+    /// one; the latency runs from `start` to now.
+    private func read(
+        _ outcome: Result<HTTPResponse, HTTPClientError>, attemptStartedAt: ContinuousClock.Instant, startedAt start: ContinuousClock.Instant,
+        parse: (HTTPResponse) -> ProviderAnswer
+    ) -> (ProviderAnswer, Duration) {
+        let now = ContinuousClock.now
+        switch outcome {
+        case .success(let response):
+            backoff.recordSuccess()
+            return (parse(response), start.duration(to: now))
+        case .failure(let error):
+            if error.isConnectFailure { backoff.recordConnectFailure(now: now, attemptStartedAt: attemptStartedAt) }
+            return (error.unanswered, start.duration(to: now))
+        }
+    }
+
+    /// How long to wait before sending again, or nil when this answer is final.
+    private func retryDelay(_ answer: ProviderAnswer, attempt: Int, latency: Duration) -> Duration? {
+        guard HubAnswerPolicy.mayRetry(answer), !Task.isCancelled else { return nil }
+        return policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter)
     }
 }
 

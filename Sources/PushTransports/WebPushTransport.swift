@@ -63,6 +63,27 @@ package struct WebPushTransport: Sendable {
         return [first] + all.filter { $0.publicKey != remembered }
     }
 
+    /// Messages sealed and handed to the client together (`DeliveryPipeline`'s chunked send):
+    /// one wake-up of the client's event loop and one resume per chunk instead of per message.
+    static let chunk = 16
+
+    /// A target with its endpoint parsed once (nil: not an https URL we send to).
+    struct Addressed: LoggableDelivery {
+        let target: Target
+        let parts: PushWebEndpoint.Parts?
+        var logPlatform: String { target.logPlatform }
+        var tokenHash: String { target.tokenHash }
+    }
+
+    /// What one sealed message keeps for reading its answer and sending it again.
+    struct Sealed: Sendable {
+        let parts: PushWebEndpoint.Parts
+        let origin: String
+        let body: [UInt8]
+        let identities: [WebPushVAPID]
+        let authorization: String
+    }
+
     /// Seals `payload` for every target and sends all through the pipeline (at most
     /// `concurrency` in flight, each logged as it ends); one result per target, in order. Never
     /// throws. A push refused with 401 or 403 is sent once more with each other identity
@@ -70,10 +91,12 @@ package struct WebPushTransport: Sendable {
     /// Each goes with `headers` (RFC 8030 `Topic`/`Urgency`, or none).
     package func send(_ payload: [UInt8], to targets: [Target], headers: WebPushProvider.MessageHeaders = .none) async -> [PushResult] {
         guard !targets.isEmpty else { return [] }
-        // One VAPID header per origin and first identity, minted (or taken from the cache) before sending.
+        // Each endpoint parsed once; one VAPID header per origin and first identity, minted (or
+        // taken from the cache) before sending.
+        let endpoints = targets.map { PushWebEndpoint.parse($0.endpoint) }
         var authorizations: [String: Result<String, PushCredentialError>] = [:]
-        for target in targets {
-            guard let origin = PushWebEndpoint.origin(of: target.endpoint), let first = identities(for: target).first else { continue }
+        for (target, parts) in zip(targets, endpoints) {
+            guard let origin = parts?.origin, let first = identities(for: target).first else { continue }
             let key = first.publicKey + " " + origin
             guard authorizations[key] == nil else { continue }
             do {
@@ -83,55 +106,72 @@ package struct WebPushTransport: Sendable {
             }
         }
         let frozen = authorizations
-        return await pipeline.send(count: targets.count, window: .max, draft: { .deliver(targets[$0]) }) { target, exchange in
-            await self.send(payload, to: target, headers: headers, authorizations: frozen, over: exchange)
-        }
+        return await pipeline.send(
+            count: targets.count, window: .max, chunk: Self.chunk, draft: { .deliver(Addressed(target: targets[$0], parts: endpoints[$0])) },
+            prepare: { self.seal(payload, for: $0.target, parts: $0.parts, headers: headers, authorizations: frozen) },
+            parse: { response in WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) } },
+            finish: { delivery, sealed, exchanged in self.finish(delivery.target, sealed, exchanged, headers: headers) })
     }
 
-    /// Seals (only when the window has room for it) and sends one; after a 401 or 403, the same
-    /// sealed body once more with each other identity, until one is not refused.
-    private func send(
-        _ payload: [UInt8], to target: Target, headers: WebPushProvider.MessageHeaders, authorizations: [String: Result<String, PushCredentialError>],
-        over exchange: ProviderCall.Batch
-    ) async -> PushResult {
-        guard let parts = PushWebEndpoint.parse(target.endpoint), let origin = PushWebEndpoint.origin(of: target.endpoint) else {
-            return .refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")
-        }
+    /// Seals one message (only when the window has room for it) and makes its request.
+    private func seal(
+        _ payload: [UInt8], for target: Target, parts: PushWebEndpoint.Parts?, headers: WebPushProvider.MessageHeaders,
+        authorizations: [String: Result<String, PushCredentialError>]
+    ) -> PipelinePrepared<Sealed> {
+        guard let parts else { return .refused(.refused(.invalidRequest, detail: "the subscription's endpoint is not an https URL")) }
+        let origin = parts.origin
         let identities = identities(for: target)
         let authorization: String
         switch authorizations[(identities.first?.publicKey ?? "") + " " + origin] {
         case .success(let value)?: authorization = value
-        case .failure(let error)?: return .refused(.providerToken, detail: error.message)
-        case nil: return .refused(.providerToken)
+        case .failure(let error)?: return .refused(.refused(.providerToken, detail: error.message))
+        case nil: return .refused(.refused(.providerToken))
         }
-        guard let recipient = recipients.recipient(p256dh: target.p256dh, auth: target.auth) else { return .refused(.sealFailed) }
+        guard let recipient = recipients.recipient(p256dh: target.p256dh, auth: target.auth) else { return .refused(.refused(.sealFailed)) }
         let sealed = WebPushProvider.seal(payload: payload, for: recipient)
-        guard let body = sealed.body else { return .refused(sealed.refusal ?? .sealFailed) }
-        func attempt(_ authorization: String, _ identity: WebPushVAPID?) async -> PushResult {
-            let request = WebPushProvider.request(pathAndQuery: parts.pathAndQuery, sealedBody: body, authorization: authorization, headers: headers)
+        guard let body = sealed.body else { return .refused(.refused(sealed.refusal ?? .sealFailed)) }
+        let message = Sealed(parts: parts, origin: origin, body: body, identities: identities, authorization: authorization)
+        return .send(request(message, authorization: authorization, headers: headers), message)
+    }
+
+    private func request(_ sealed: Sealed, authorization: String, headers: WebPushProvider.MessageHeaders) -> HTTPRequest {
+        HTTPRequest(
+            WebPushProvider.request(pathAndQuery: sealed.parts.pathAndQuery, sealedBody: sealed.body, authorization: authorization, headers: headers),
+            endpoint: sealed.origin)
+    }
+
+    /// The first answer read; after a 401 or 403, the same sealed body once more with each
+    /// other identity, until one is not refused.
+    private func finish(_ target: Target, _ sealed: Sealed, _ exchanged: ProviderExchangeResult, headers: WebPushProvider.MessageHeaders)
+        -> PipelineFinish
+    {
+        @Sendable func result(_ exchanged: ProviderExchangeResult, _ authorization: String, _ identity: WebPushVAPID?) -> PushResult {
             // Nothing a service echoes may carry the capability URL, the keys or our JWT.
-            let secrets = [target.endpoint, parts.pathAndQuery, target.p256dh, target.auth, authorization]
-            let exchanged = await exchange.exchange(HTTPRequest(request, endpoint: origin)) { response in
-                WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
-            }
+            let secrets = [target.endpoint, sealed.parts.pathAndQuery, target.p256dh, target.auth, authorization]
             var result = PushResult(exchanged, secrets: secrets)
             result.vapidPublicKey = identity?.publicKey
             return result
         }
-        let first = await attempt(authorization, identities.first)
-        var attempts = first.attempts
-        for identity in identities.dropFirst() where Self.refusesIdentity(first) {
-            guard let other = try? await identity.authorization(origin: origin) else { continue }
-            var again = await attempt(other, identity)
-            attempts += again.attempts
-            guard Self.refusesIdentity(again) else {
-                again.attempts = attempts
-                return again
+        let first = result(exchanged, sealed.authorization, sealed.identities.first)
+        guard Self.refusesIdentity(first), sealed.identities.count > 1 else { return .done(first) }
+        return .more { exchange in
+            var attempts = first.attempts
+            for identity in sealed.identities.dropFirst() {
+                guard let other = try? await identity.authorization(origin: sealed.origin) else { continue }
+                let answered = await exchange.exchange(self.request(sealed, authorization: other, headers: headers)) { response in
+                    WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
+                }
+                var again = result(answered, other, identity)
+                attempts += again.attempts
+                guard Self.refusesIdentity(again) else {
+                    again.attempts = attempts
+                    return again
+                }
             }
+            var last = first
+            last.attempts = attempts
+            return last
         }
-        var result = first
-        result.attempts = attempts
-        return result
     }
 
     /// 401 and 403: the push service does not take this VAPID identity for the subscription

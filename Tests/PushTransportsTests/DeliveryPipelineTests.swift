@@ -1,5 +1,6 @@
 import PushEnvelope
 import PushLoopbackServer
+import PushSync
 import PushTestSupport
 import Testing
 
@@ -66,4 +67,42 @@ import Testing
         #expect(records.count == 2)
         #expect(Set(records.map(\.tokenHash)) == [plaintext.tokenHash, envelopeDelivery().tokenHash])
     }
+    /// Issue 28, item 2: Web Push seals and starts its messages a chunk at a time (one hand-off
+    /// to the client per chunk), yet reads each answer as it arrives: a push service that never
+    /// answers four subscriptions, one in each of the first four chunks, holds only their slots,
+    /// and every other subscription is answered and logged long before those four time out.
+    @Test func aSilentSubscriptionHoldsOnlyItsOwnSlotInAChunk() async throws {
+        let silent: Set<String> = Set([0, 17, 40, 63].map { "/wpush/s\($0)" })
+        let standIn = try StandIn(timeout: .seconds(4)) { request in silent.contains(request.path) ? .action(.neverRespond) : .init(status: 201) }
+        let browser = try #require(WebPushTestBrowser())
+        let vapid = WebPushVAPID(keyPair: try WebPushP256Key.generate(), subject: "mailto:ops@example.com")
+        let logged = TimedLogger()
+        // One worker: its 16 slots are the whole window, so a slot held by its chunk would stall everything.
+        let transport = WebPushTransport(client: standIn.client, vapid: vapid, logger: logged, concurrency: WebPushTransport.chunk)
+        let targets = (0..<200).map {
+            WebPushTransport.Target(endpoint: standIn.server.baseURL + "/wpush/s\($0)", p256dh: browser.p256dh, auth: browser.auth)
+        }
+        let start = ContinuousClock.now
+        let results = await transport.send(Array(#"{"title":"t"}"#.utf8), to: targets)
+        await standIn.shutdown()
+
+        let silentIndices: Set<Int> = [0, 17, 40, 63]
+        for (index, result) in results.enumerated() {
+            if silentIndices.contains(index) {
+                #expect(result.outcome == .failed && result.reason == .timeout, "\(index): \(result)")
+            } else {
+                #expect(result.outcome == .sent, "\(index): \(result)")
+            }
+        }
+        let answered = logged.all.filter { $0.0.outcome == .sent }.map { start.duration(to: $0.1) }
+        #expect(answered.count == 196)
+        #expect(answered.allSatisfy { $0 < .seconds(2) }, "the last answered delivery was logged after \(answered.max() ?? .zero)")
+    }
+}
+
+/// Log records with the moment each was logged.
+final class TimedLogger: PushLogger {
+    private let records = Locked<[(PushLogRecord, ContinuousClock.Instant)]>([])
+    func log(_ record: PushLogRecord) { records.withLock { $0.append((record, .now)) } }
+    var all: [(PushLogRecord, ContinuousClock.Instant)] { records.withLock { $0 } }
 }

@@ -24,6 +24,11 @@ package enum PushWebEndpoint {
         package let writtenPort: String?
         /// Path and query, at least "/".
         package let pathAndQuery: String
+
+        /// `https://host[:port]`, the port as written: the VAPID audience and the request's origin.
+        package var origin: String {
+            "https://" + (isIPv6Literal ? "[\(host)]" : host) + (writtenPort.map { ":" + $0 } ?? "")
+        }
     }
 
     /// Nil when `endpoint` breaks a rule.
@@ -83,9 +88,7 @@ package enum PushWebEndpoint {
 
     /// `https://host[:port]` (RFC 8292's `aud`): the host lower-cased, the port as written.
     package static func origin(of endpoint: String) -> String? {
-        guard let parts = parse(endpoint) else { return nil }
-        let host = parts.isIPv6Literal ? "[\(parts.host)]" : parts.host
-        return "https://" + host + (parts.writtenPort.map { ":" + $0 } ?? "")
+        parse(endpoint)?.origin
     }
 
     /// Whether `text` is an IPv6 address as `inet_pton(AF_INET6)` reads it (RFC 4291 §2.2: at

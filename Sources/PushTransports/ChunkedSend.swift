@@ -1,0 +1,170 @@
+import PushHTTP
+import PushProviders
+import PushSync
+
+/// One worker's loop of `DeliveryPipeline.send(count:window:chunk:…)`: up to `size`
+/// deliveries in flight, refilled a chunk at a time, each answer handled as it arrives.
+struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
+    let pipeline: DeliveryPipeline
+    let batch: ProviderCall.Batch
+    let size: Int
+    let draft: @Sendable (Int) -> PipelineDraft<Delivery>
+    let prepare: @Sendable (Delivery) -> PipelinePrepared<Context>
+    let parse: @Sendable (HTTPResponse) -> ProviderAnswer
+    let finish: @Sendable (Delivery, Context, ProviderExchangeResult) -> PipelineFinish
+
+    /// What the worker hears, from the client's threads or its own tasks.
+    enum Event: Sendable {
+        case answered(slot: Int, HTTPClient.Outcome)
+        case finished(slot: Int, PushResult)
+    }
+
+    struct Live {
+        let index: Int
+        let delivery: Delivery
+        let request: HTTPRequest
+        let context: Context
+    }
+
+    /// Claims chunks with `claim(n)` (the next at most `n` indices, nil when none are left)
+    /// until none are left and nothing is in flight; the results by index.
+    func run(claim: @Sendable (Int) -> Range<Int>?) async -> [(Int, PushResult)] {
+        let inbox = PipelineInbox<Event>()
+        let started = Locked<[HTTPClient.StartedBatch]>([])
+        return await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { group in
+                var results: [(Int, PushResult)] = []
+                var live: [Int: Live] = [:]
+                var nextSlot = 0
+                var exhausted = false
+                while true {
+                    // Refill once half the chunk has ended (all of it at the start).
+                    while !exhausted, live.count <= size / 2 {
+                        guard let indices = claim(size - live.count) else {
+                            exhausted = true
+                            break
+                        }
+                        var requests: [HTTPRequest] = []
+                        var slots: [Int] = []
+                        for index in indices {
+                            switch draft(index) {
+                            case .refused(let result): results.append((index, result))
+                            case .deliver(let delivery):
+                                switch prepare(delivery) {
+                                case .refused(let result):
+                                    pipeline.logger.log(delivery, transport: pipeline.transport, result)
+                                    results.append((index, result))
+                                case .send(let request, let context):
+                                    live[nextSlot] = Live(index: index, delivery: delivery, request: request, context: context)
+                                    requests.append(request)
+                                    slots.append(nextSlot)
+                                    nextSlot += 1
+                                }
+                            }
+                        }
+                        guard !requests.isEmpty else { continue }
+                        let frozen = slots
+                        if let handle = batch.start(requests, report: { inbox.post(.answered(slot: frozen[$0], $1)) }) {
+                            started.withLock { $0.append(handle) }
+                            // Cancelled already: the handler ran before this chunk started.
+                            if Task.isCancelled { handle.cancel() }
+                        } else {
+                            for slot in slots { inbox.post(.finished(slot: slot, handleDeclined(live[slot]))) }
+                        }
+                    }
+                    if live.isEmpty {
+                        if exhausted { break }
+                        continue
+                    }
+                    switch await inbox.next() {
+                    case .finished(let slot, let result):
+                        guard let item = live.removeValue(forKey: slot) else { continue }
+                        pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
+                        results.append((item.index, result))
+                    case .answered(let slot, let outcome):
+                        guard let item = live[slot] else { continue }
+                        let (exchanged, retries) = pipeline.call.read(first: outcome, batchStartedAt: batch.startedAt, parse: parse)
+                        if !retries, case .done(let result) = finish(item.delivery, item.context, exchanged) {
+                            live[slot] = nil
+                            pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
+                            results.append((item.index, result))
+                            continue
+                        }
+                        group.addTask { [self] in
+                            var exchange = exchanged
+                            if retries {
+                                exchange = await pipeline.call.perform(item.request, batchStartedAt: batch.startedAt, after: outcome, parse: parse)
+                            }
+                            let result: PushResult
+                            switch finish(item.delivery, item.context, exchange) {
+                            case .done(let done): result = done
+                            case .more(let more): result = await more(batch)
+                            }
+                            inbox.post(.finished(slot: slot, result))
+                        }
+                    }
+                }
+                return results
+            }
+        } onCancel: {
+            for handle in started.withLock({ $0 }) { handle.cancel() }
+        }
+    }
+
+    /// The endpoint is backing off: nothing was sent; the channel reads the declined exchange.
+    private func handleDeclined(_ item: Live?) -> PushResult {
+        guard let item else { return .refused(.endpointBackoff) }
+        switch finish(item.delivery, item.context, .declined(.endpointBackoff)) {
+        case .done(let result): return result
+        case .more: return .refused(.endpointBackoff)
+        }
+    }
+}
+
+/// A single consumer's queue of events posted from any thread: a chunked send's worker awaits
+/// its next answer here, whichever of its requests (or tasks) ends first.
+final class PipelineInbox<Event: Sendable>: Sendable {
+    private struct State {
+        var events: [Event] = []
+        var head = 0
+        var waiter: CheckedContinuation<Event, Never>?
+
+        mutating func take() -> Event? {
+            guard head < events.count else { return nil }
+            let event = events[head]
+            head += 1
+            if head == events.count {
+                events.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return event
+        }
+    }
+
+    private let state = Locked(State())
+
+    func post(_ event: Event) {
+        let waiter: CheckedContinuation<Event, Never>? = state.withLock { state in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.events.append(event)
+            return nil
+        }
+        waiter?.resume(returning: event)
+    }
+
+    /// The oldest event not yet taken, waiting for one if none is there.
+    func next() async -> Event {
+        if let ready = state.withLock({ $0.take() }) { return ready }
+        return await withCheckedContinuation { continuation in
+            let ready: Event? = state.withLock { state in
+                if let event = state.take() { return event }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
