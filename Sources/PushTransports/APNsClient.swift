@@ -63,7 +63,7 @@ package struct APNsClient: Sendable {
     /// Sends `push` over `exchange` with `jwt` (the manager's current token when nil).
     package func send(_ push: Push, jwt: String? = nil, over exchange: some ProviderExchange) async -> Report {
         // The one token rule: anything else would change the request path.
-        guard APNsDeviceToken.isWellFormed(push.token) else { return Report(declined: .badDeviceTokenFormat) }
+        guard APNsDeviceToken.isWellFormed(push.token) else { return .malformedToken }
         let first: String
         if let jwt {
             first = jwt
@@ -76,21 +76,39 @@ package struct APNsClient: Sendable {
                 return report
             }
         }
-        let sent = await exchange.exchange(request(push, jwt: first), parse: Self.parse)
-        var report = Report(answer: sent.answer.scrubbed(secrets: [push.token, first]), attempts: sent.attempts, latency: sent.latency)
-        // Apple's word (403 `ExpiredProviderToken`, read by `APNsProvider.parse`): this push was
-        // not processed and our token is too old.
-        guard sent.answer.said == .providerTokenExpired else { return report }
-        report.askedForFreshToken = true
+        let report = self.report(push, jwt: first, sent: await exchange.exchange(request(push, jwt: first), parse: Self.parse))
+        guard report.askedForFreshToken else { return report }
+        return await resend(push, after: report, rejected: first, over: exchange)
+    }
+
+    /// The first request of `push` with `jwt`, for a caller that starts requests itself (the
+    /// hub's chunked send); nil when the token breaks the token rule (`Report.malformedToken`).
+    func firstRequest(_ push: Push, jwt: String) -> HTTPRequest? {
+        APNsDeviceToken.isWellFormed(push.token) ? request(push, jwt: jwt) : nil
+    }
+
+    /// What a first exchange of `push` with `jwt` came to. `askedForFreshToken`: Apple's word
+    /// (403 `ExpiredProviderToken`, read by `APNsProvider.parse`) that this push was not
+    /// processed and our token is too old; then `resend` must follow.
+    package func report(_ push: Push, jwt: String, sent: ProviderExchangeResult) -> Report {
+        var report = Report(answer: sent.answer.scrubbed(secrets: [push.token, jwt]), attempts: sent.attempts, latency: sent.latency)
+        report.askedForFreshToken = sent.answer.said == .providerTokenExpired
+        return report
+    }
+
+    /// After Apple asked for a fresh provider token: mints one (single flight, replacing
+    /// `rejected`) and sends `push` once more with it.
+    package func resend(_ push: Push, after first: Report, rejected: String, over exchange: some ProviderExchange) async -> Report {
+        var report = first
         let fresh: String
         do {
-            fresh = try await providerToken.refresh(rejected: first)
+            fresh = try await providerToken.refresh(rejected: rejected)
         } catch {
             report.tokenFailure = error
             return report
         }
         let again = await exchange.exchange(request(push, jwt: fresh), parse: Self.parse)
-        report.answer = again.answer.scrubbed(secrets: [push.token, first, fresh])
+        report.answer = again.answer.scrubbed(secrets: [push.token, rejected, fresh])
         report.attempts += again.attempts
         report.latency += again.latency
         return report
@@ -118,6 +136,9 @@ extension APNsClient.Report {
         self.askedForFreshToken = false
         self.tokenFailure = nil
     }
+
+    /// The report of a push whose token breaks the token rule: nothing sent.
+    package static var malformedToken: APNsClient.Report { APNsClient.Report(declined: .badDeviceTokenFormat) }
 
     /// Nothing was sent, for `reason` (ours).
     init(declined reason: PushDeliveryReason, detail: String? = nil) {

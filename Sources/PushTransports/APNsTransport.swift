@@ -35,19 +35,25 @@ package struct APNsTransport: PushTransport {
         } catch {
             return pipeline.refuseAll(count: count, draft: draft, .refused(.providerToken, detail: error.message))
         }
-        return await pipeline.send(count: count, window: window, draft: draft) { [self] delivery, exchange in
-            await send(delivery, jwt: token, over: exchange)
-        }
+        let apns = self.apns
+        return await pipeline.send(
+            count: count, window: window, chunk: Self.chunk, draft: draft,
+            prepare: { delivery -> PipelinePrepared<APNsClient.Push> in
+                guard case .envelope(let envelope) = delivery.content else { return .refused(.refused(.apnsRequiresEnvelope)) }
+                guard delivery.target == .ios else { return .refused(.refused(.apnsRequiresIOSToken)) }
+                let push = APNsClient.Push(token: delivery.token, envelope: envelope, priority: delivery.priority.rawValue, collapseId: delivery.collapseId)
+                guard let request = apns.firstRequest(push, jwt: token) else { return .refused(Self.result(.malformedToken)) }
+                return .send(request, push)
+            }, parse: APNsClient.parse,
+            finish: { _, push, sent in
+                let report = apns.report(push, jwt: token, sent: sent)
+                guard report.askedForFreshToken else { return .done(Self.result(report)) }
+                return .more { batch in Self.result(await apns.resend(push, after: report, rejected: token, over: batch)) }
+            })
     }
 
-    /// One delivery: the hub's checks, then the client (with its fresh-token resend), then the
-    /// report as the hub's result.
-    func send(_ delivery: PushDelivery, jwt: String, over batch: ProviderCall.Batch) async -> PushResult {
-        guard case .envelope(let envelope) = delivery.content else { return .refused(.apnsRequiresEnvelope) }
-        guard delivery.target == .ios else { return .refused(.apnsRequiresIOSToken) }
-        let push = APNsClient.Push(token: delivery.token, envelope: envelope, priority: delivery.priority.rawValue, collapseId: delivery.collapseId)
-        return Self.result(await apns.send(push, jwt: jwt, over: batch))
-    }
+    /// Requests started together (`DeliveryPipeline`'s chunked send).
+    static let chunk = 16
 
     /// The hub's reading of a report: the answer by `HubAnswerPolicy`; a fresh token that could
     /// not be minted keeps Apple's refusal and says why in the detail.

@@ -83,7 +83,7 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         results.append((item.index, result))
                     case .answered(let slot, let outcome):
                         guard let item = live[slot] else { continue }
-                        let (exchanged, retries) = pipeline.call.read(first: outcome, batchStartedAt: batch.startedAt, parse: parse)
+                        let (exchanged, retries) = batch.read(first: outcome, parse: parse)
                         if !retries, case .done(let result) = finish(item.delivery, item.context, exchanged) {
                             live[slot] = nil
                             pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
@@ -93,7 +93,7 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         group.addTask { [self] in
                             var exchange = exchanged
                             if retries {
-                                exchange = await pipeline.call.perform(item.request, batchStartedAt: batch.startedAt, after: outcome, parse: parse)
+                                exchange = await batch.retry(item.request, after: outcome, parse: parse)
                             }
                             let result: PushResult
                             switch finish(item.delivery, item.context, exchange) {

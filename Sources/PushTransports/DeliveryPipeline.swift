@@ -6,12 +6,14 @@ import PushSync
 /// so the window, the drafting, the endpoint backoff, the retries, the in-flight gauge and the
 /// log record are written once and cannot drift apart between channels. A channel supplies only
 /// what is its own: a batch's one-time work (a provider token, VAPID authorizations) before it
-/// calls `send`, and per delivery its checks, its request and its reading of the answer
-/// (`deliver`, which sends over the batch's `ProviderCall.Batch`). Pruning and the report are the
-/// caller's (PushNative), one place for native and web.
+/// calls `send`, and per delivery its checks and request (`prepare`) and its reading of the
+/// answer (`finish`, which may exchange again over the batch's `ProviderCall.Batch`: the APNs
+/// fresh-token resend, another VAPID identity). Pruning and the report are the caller's
+/// (PushNative), one place for native and web.
 ///
-/// No head-of-line blocking: the window refills as each delivery ends, every request has its
-/// own deadline, and a retry waits only for its own backoff.
+/// No head-of-line blocking: requests start a chunk at a time, but each answer is read as it
+/// arrives and frees its own slot; every request has its own deadline, and a retry waits only
+/// for its own backoff.
 struct DeliveryPipeline: Sendable {
     /// What the log record and the in-flight gauge call this channel.
     let transport: PushTransportName
@@ -31,33 +33,10 @@ struct DeliveryPipeline: Sendable {
         self.concurrency = concurrency
     }
 
-    /// Sends `count` deliveries, at most `min(concurrency, window)` in flight: `draft(i)` makes
-    /// delivery `i` only when the window has room for it (a refusal there is answered as is,
-    /// neither sent nor logged); `deliver` sends it over the batch's exchange, which starts now
-    /// (an endpoint still backing off declines every request of the batch). Each delivered
-    /// result is logged as it ends. Results in index order.
-    func send<Delivery: LoggableDelivery>(
-        count: Int, window: Int, draft: @escaping @Sendable (Int) -> PipelineDraft<Delivery>,
-        deliver: @escaping @Sendable (Delivery, ProviderCall.Batch) async -> PushResult
-    ) async -> [PushResult] {
-        let batch = call.batch()
-        let logger = self.logger
-        let transport = self.transport
-        return await Self.window(count, limit: min(concurrency, window)) { index in
-            switch draft(index) {
-            case .refused(let result): return result
-            case .deliver(let delivery):
-                let result = await deliver(delivery, batch)
-                logger.log(delivery, transport: transport, result)
-                return result
-            }
-        }
-    }
-
-    /// `send` for a channel whose requests cost more to make than to send (Web Push seals each
-    /// message), so that making them uses every core and sending them costs one hand-off per
-    /// chunk: `limit / chunk` workers each keep up to `chunk` deliveries in flight, and refill
-    /// with a new chunk (drafted, `prepare`d, started together by `ProviderCall.Batch.start`)
+    /// Sends `count` deliveries, at most `min(concurrency, window)` in flight, so that making
+    /// them (Web Push seals each message) uses every core and sending them costs one hand-off
+    /// to the client per chunk: `limit / chunk` workers each keep up to `chunk` deliveries
+    /// in flight, and refill with a new chunk (drafted, `prepare`d, started together by `ProviderCall.Batch.start`)
     /// once half of theirs have ended. Each answer is read as it arrives, never waiting for its
     /// chunk: `finish` reads it, and a delivery that needs more (a retry by the policy, another
     /// exchange of the channel's own) goes on in a task of its own. So a request that is never
@@ -102,36 +81,6 @@ struct DeliveryPipeline: Sendable {
                 logger.log(delivery, transport: transport, result)
                 return result
             }
-        }
-    }
-
-    /// Runs `operation` for `0..<count` with at most `limit` in flight, starting the next as soon
-    /// as any one ends; results in index order. One slow element delays only itself.
-    ///
-    /// `limit` workers, each taking the next index when its last one ends: no task and no wakeup
-    /// of a coordinating task per element.
-    static func window<Result: Sendable>(_ count: Int, limit: Int, _ operation: @escaping @Sendable (Int) async -> Result) async -> [Result] {
-        guard count > 0 else { return [] }
-        let next = Locked(0)
-        let workers = min(max(1, limit), count)
-        return await withTaskGroup(of: [(Int, Result)].self) { group in
-            for _ in 0..<workers {
-                group.addTask {
-                    var done: [(Int, Result)] = []
-                    while true {
-                        let index = next.withLock { value -> Int? in
-                            guard value < count else { return nil }
-                            value += 1
-                            return value - 1
-                        }
-                        guard let index else { return done }
-                        done.append((index, await operation(index)))
-                    }
-                }
-            }
-            var results = [Result?](repeating: nil, count: count)
-            for await done in group { for (index, result) in done { results[index] = result } }
-            return results.compactMap { $0 }
         }
     }
 }

@@ -71,15 +71,30 @@ package struct FCMClient: Sendable {
                     invalidatedAccessToken: false, tokenFailure: error)
             }
         }
-        let sent = await exchange.exchange(request(message, accessToken: token), parse: Self.parse)
-        var report = Report(
-            answer: sent.answer.scrubbed(secrets: [message.token, token]), attempts: sent.attempts, latency: sent.latency,
+        let report = self.report(message, accessToken: token, sent: await exchange.exchange(request(message, accessToken: token), parse: Self.parse))
+        return refusesAccessToken(report) ? await invalidating(report, accessToken: token) : report
+    }
+
+    /// The request of `message` with `accessToken`, for a caller that starts requests itself
+    /// (the hub's chunked send).
+    func firstRequest(_ message: Message, accessToken: String) -> HTTPRequest { request(message, accessToken: accessToken) }
+
+    /// What an exchange of `message` with `accessToken` came to, before what it obliges
+    /// (`refusesAccessToken`, then `invalidating`).
+    package func report(_ message: Message, accessToken: String, sent: ProviderExchangeResult) -> Report {
+        Report(
+            answer: sent.answer.scrubbed(secrets: [message.token, accessToken]), attempts: sent.attempts, latency: sent.latency,
             invalidatedAccessToken: false, tokenFailure: nil)
-        // Google no longer takes this token: the next send that asks for one exchanges anew.
-        if sent.answer.status == 401 {
-            await accessTokens.invalidate(token)
-            report.invalidatedAccessToken = true
-        }
+    }
+
+    /// 401: Google no longer takes our access token.
+    package func refusesAccessToken(_ report: Report) -> Bool { report.answer.status == 401 }
+
+    /// Drops the refused `accessToken`, so the next send that asks for one exchanges anew.
+    package func invalidating(_ report: Report, accessToken: String) async -> Report {
+        await accessTokens.invalidate(accessToken)
+        var report = report
+        report.invalidatedAccessToken = true
         return report
     }
 

@@ -36,20 +36,25 @@ package struct FCMTransport: PushTransport {
         } catch {
             return pipeline.refuseAll(count: count, draft: draft, PushResult(outcome: .failed, reason: .oauth, detail: error.message, status: error.status, attempts: 0))
         }
-        return await pipeline.send(count: count, window: window, draft: draft) { [self] delivery, exchange in
-            await send(delivery, accessToken: accessToken, over: exchange)
-        }
+        let fcm = self.fcm
+        return await pipeline.send(
+            count: count, window: window, chunk: Self.chunk, draft: draft,
+            prepare: { delivery -> PipelinePrepared<FCMClient.Message> in
+                guard case .plaintext(let payload) = delivery.content else { return .refused(.refused(.fcmRequiresPlaintext)) }
+                guard delivery.target != .ios else { return .refused(.refused(.fcmRequiresAndroidToken)) }
+                let message = FCMClient.Message(
+                    token: delivery.token, data: .payload(payload), highPriority: delivery.priority == .high, directBootOK: delivery.target == .wear)
+                return .send(fcm.firstRequest(message, accessToken: accessToken), message)
+            }, parse: FCMClient.parse,
+            finish: { _, message, sent in
+                let report = fcm.report(message, accessToken: accessToken, sent: sent)
+                guard fcm.refusesAccessToken(report) else { return .done(Self.result(report)) }
+                return .more { _ in Self.result(await fcm.invalidating(report, accessToken: accessToken)) }
+            })
     }
 
-    /// One delivery: the hub's checks (plaintext content, an Android or Wear token; watches get
-    /// `direct_boot_ok`), then the client, which drops the access token after a 401 so the next
-    /// batch exchanges a new one.
-    func send(_ delivery: PushDelivery, accessToken: String, over batch: ProviderCall.Batch) async -> PushResult {
-        guard case .plaintext(let payload) = delivery.content else { return .refused(.fcmRequiresPlaintext) }
-        guard delivery.target != .ios else { return .refused(.fcmRequiresAndroidToken) }
-        let message = FCMClient.Message(
-            token: delivery.token, data: .payload(payload), highPriority: delivery.priority == .high, directBootOK: delivery.target == .wear)
-        let report = await fcm.send(message, accessToken: accessToken, over: batch)
-        return PushResult(report.answer, latency: report.latency, attempts: report.attempts)
-    }
+    /// Requests started together (`DeliveryPipeline`'s chunked send).
+    static let chunk = 16
+
+    static func result(_ report: FCMClient.Report) -> PushResult { PushResult(report.answer, latency: report.latency, attempts: report.attempts) }
 }

@@ -43,6 +43,17 @@ struct ProviderCall: Sendable {
                 report(index, outcome)
             }
         }
+
+        /// A first attempt's outcome (from `start`) read: the exchange as it stands, and whether
+        /// the policy sends it again (then `retry`).
+        func read(first outcome: HTTPClient.Outcome, parse: (HTTPResponse) -> ProviderAnswer) -> (ProviderExchangeResult, retries: Bool) {
+            call.read(first: outcome, batchStartedAt: startedAt, parse: parse)
+        }
+
+        /// The attempts after a first one that `read(first:)` said the policy retries.
+        func retry(_ request: HTTPRequest, after first: HTTPClient.Outcome, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
+            await call.perform(request, batchStartedAt: startedAt, after: first, parse: parse)
+        }
     }
 
     /// The exchange for a batch that starts now. Asked once per batch: its requests started with

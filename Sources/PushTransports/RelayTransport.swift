@@ -25,16 +25,21 @@ package struct RelayTransport: PushTransport {
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
-        await pipeline.send(count: count, window: window, draft: draft) { [baseURL] delivery, exchange in
-            switch Self.prepare(delivery, baseURL: baseURL) {
-            case .refuse(let refused): return refused
-            case .send(let request): return PushResult(await exchange.exchange(request, parse: Self.parse), secrets: [delivery.token])
-            }
-        }
+        await pipeline.send(
+            count: count, window: window, chunk: Self.chunk, draft: draft,
+            prepare: { [baseURL] delivery -> PipelinePrepared<Void> in
+                switch Self.prepare(delivery, baseURL: baseURL) {
+                case .refuse(let refused): return .refused(refused)
+                case .send(let request): return .send(request, ())
+                }
+            }, parse: Self.parse, finish: { delivery, _, exchanged in .done(PushResult(exchanged, secrets: [delivery.token])) })
     }
 
     /// What the relay makes of one delivery before anything is sent: its request, or a local
     /// refusal (wrong content, too large, a watch).
+    /// Requests started together (`DeliveryPipeline`'s chunked send).
+    static let chunk = 16
+
     enum Prepared {
         case send(HTTPRequest)
         case refuse(PushResult)

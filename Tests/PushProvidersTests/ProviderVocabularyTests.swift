@@ -147,12 +147,13 @@ import Testing
     }
 
     /// Issue 27, done-when: one send loop in Sources/. Every channel (relay, APNs, FCM, Web Push)
-    /// sends through `DeliveryPipeline`: only it runs the window (a task group of workers) and
+    /// sends through `DeliveryPipeline`: only it runs the window (a task group of workers,
+    /// each a `ChunkedSend`) and
     /// makes the `ProviderCall` whose exchange does the backoff and the retries, and only
     /// `ProviderCall` performs a request. The dispatcher's one task group runs the channels'
     /// batches side by side; it sends nothing itself. Each transport builds its pipeline.
     static let sendLoopMarks: [(mark: String, onlyIn: Set<String>)] = [
-        ("TaskGroup", ["PushTransports/DeliveryPipeline.swift", "PushNative/Dispatch/PushDispatcher.swift"]),
+        ("TaskGroup", ["PushTransports/DeliveryPipeline.swift", "PushTransports/ChunkedSend.swift", "PushNative/Dispatch/PushDispatcher.swift"]),
         ("window(", ["PushTransports/DeliveryPipeline.swift"]),
         ("ProviderCall(", ["PushTransports/DeliveryPipeline.swift"]),
         (".perform(", ["PushTransports/ProviderCall.swift"]),
