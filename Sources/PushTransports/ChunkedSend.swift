@@ -30,12 +30,18 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
     /// until none are left and nothing is in flight; the results by index.
     func run(claim: @Sendable (Int) -> Range<Int>?) async -> [(Int, PushResult)] {
         let inbox = PipelineInbox<Event>()
-        let started = Locked<[HTTPClient.StartedBatch]>([])
+        // The chunks whose requests have not all been answered, for cancellation; a chunk is
+        // dropped with its last answer, so what the client kept of it is freed as the send goes.
+        let started = Locked<[Int: HTTPClient.StartedBatch]>([:])
         return await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 var results: [(Int, PushResult)] = []
                 var live: [Int: Live] = [:]
                 var nextSlot = 0
+                var nextChunk = 0
+                /// Per chunk in `started`: its requests not yet answered.
+                var unanswered: [Int: Int] = [:]
+                var chunkOfSlot: [Int: Int] = [:]
                 var exhausted = false
                 while true {
                     // Refill once half the chunk has ended (all of it at the start).
@@ -65,7 +71,11 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         guard !requests.isEmpty else { continue }
                         let frozen = slots
                         if let handle = batch.start(requests, report: { inbox.post(.answered(slot: frozen[$0], $1)) }) {
-                            started.withLock { $0.append(handle) }
+                            let chunk = nextChunk
+                            nextChunk += 1
+                            unanswered[chunk] = slots.count
+                            for slot in slots { chunkOfSlot[slot] = chunk }
+                            started.withLock { $0[chunk] = handle }
                             // Cancelled already: the handler ran before this chunk started.
                             if Task.isCancelled { handle.cancel() }
                         } else {
@@ -82,6 +92,14 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
                         results.append((item.index, result))
                     case .answered(let slot, let outcome):
+                        if let chunk = chunkOfSlot.removeValue(forKey: slot), let left = unanswered[chunk] {
+                            if left > 1 {
+                                unanswered[chunk] = left - 1
+                            } else {
+                                unanswered[chunk] = nil
+                                _ = started.withLock { $0.removeValue(forKey: chunk) }
+                            }
+                        }
                         guard let item = live[slot] else { continue }
                         let (exchanged, retries) = batch.read(first: outcome, parse: parse)
                         if !retries, case .done(let result) = finish(item.delivery, item.context, exchanged) {
@@ -107,7 +125,7 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                 return results
             }
         } onCancel: {
-            for handle in started.withLock({ $0 }) { handle.cancel() }
+            for handle in started.withLock({ $0.values }) { handle.cancel() }
         }
     }
 
