@@ -543,7 +543,8 @@ func benchDispatch() async throws {
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
         let push = try NativePush(configuration: configuration, store: store)
         _ = try await push.dispatch(payload, namespace: "bench")  // warm: connection and token
-        let rounds = 10
+        // DISPATCH_ROUNDS: more rounds for a profile of the dispatch alone (`perf record -p`).
+        let rounds = ProcessInfo.processInfo.environment["DISPATCH_ROUNDS"].flatMap(Int.init).map { max(1, $0) } ?? 10
         var sent = 0
         let elapsed = try await secondsAsync {
             for _ in 0..<rounds { sent += try await push.dispatch(payload, namespace: "bench").count(.sent) }
