@@ -231,11 +231,12 @@ package final class HTTPClient: Sendable {
         }
     }
 
-    /// An `HTTPRequest`'s URL parsed into origin and path, with the client's address policy.
+    /// An `HTTPRequest`'s URL parsed into origin and path, with its address policy.
     private static func clientRequest(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPClientRequest {
         let route = try HTTPRoute.parse(request.url)
         return HTTPClientRequest(
-            origin: route.origin, method: request.method, path: route.path, headers: request.headers, body: request.body)
+            origin: route.origin, method: request.method, path: route.path, headers: request.headers, body: request.body,
+            addressPolicy: request.addressPolicy)
     }
 
     /// Fails pending and in-flight requests with `.shutdown`, stops both threads and frees

@@ -14,16 +14,21 @@ package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugString
     /// Overrides `HTTPClient.Configuration.requestTimeout` for this request: the whole
     /// exchange, including waiting for a connection or a free stream and one automatic retry.
     package var timeout: Duration?
+    /// Where this request may connect (`.publicOnly` for an address a client chose, a Web Push
+    /// endpoint): per request, so one client serves trusted origins and capability URLs alike;
+    /// connections are never shared across policies.
+    package var addressPolicy: EndpointAddressPolicy
 
     package init(
         method: Method = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
-        timeout: Duration? = nil
+        timeout: Duration? = nil, addressPolicy: EndpointAddressPolicy = .any
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.addressPolicy = addressPolicy
     }
 
     package var description: String {

@@ -22,7 +22,8 @@ public final class NativePush: Sendable {
     /// Timeouts, limits, concurrency and retries this instance runs with.
     public let runtime: Configuration
     package let dispatcher: PushDispatcher
-    private let client: HTTPClient
+    /// The one HTTP client of every channel, Web Push included.
+    let client: HTTPClient
     /// The Web Push routes' handlers (`GET /push/vapid-public-key`, `POST`/`DELETE
     /// /push/subscribe`); nil when the store keeps no subscriptions or no VAPID pair is usable.
     public let webPush: PushWebSubscriptions?
@@ -98,8 +99,11 @@ public final class NativePush: Sendable {
         }
         self.dispatcher = PushDispatcher(
             store: store, ios: ios, android: android, logger: logger, metrics: metrics, window: runtime.dispatchWindow)
-        let channel = try WebPushChannel.make(
-            configuration: configuration, store: store, runtime: runtime, dataDirectory: dataDirectory, logger: logger, metrics: metrics)
+        // The same client (its threads, its connections per origin and address policy) as the
+        // native channels: each Web Push request carries its own policy.
+        let channel = WebPushChannel.make(
+            configuration: configuration, store: store, runtime: runtime, dataDirectory: dataDirectory, client: client, logger: logger,
+            metrics: metrics)
         self.webPushChannel = channel
         self.webPush = channel.routes
     }
@@ -123,7 +127,6 @@ public final class NativePush: Sendable {
     /// Closes connections; in-flight sends fail as `shutdown`.
     public func shutdown() async {
         await client.shutdown()
-        await webPushChannel.shutdown()
     }
 }
 

@@ -3,10 +3,10 @@ package import PushProviders
 import PushEnvelope
 
 /// Web Push to browsers' push services (RFC 8030/8291/8292) over the shared HTTP client: HTTP/2
-/// where the service offers it, HTTP/1.1 otherwise, redirects never followed. The client given
-/// here carries the address policy (`EndpointAddressPolicy.publicOnly` unless private endpoints
-/// are allowed), so an endpoint resolving to a refused address fails `endpoint_not_allowed`
-/// before a byte is sent.
+/// where the service offers it, HTTP/1.1 otherwise, redirects never followed. Every request
+/// carries `addressPolicy` (`EndpointAddressPolicy.publicOnly` unless private endpoints are
+/// allowed), so an endpoint resolving to a refused address fails `endpoint_not_allowed` before
+/// a byte is sent, and no request rides a connection the hub's trusted origins opened.
 package struct WebPushTransport: Sendable {
     /// One subscription to send to: the browser's endpoint and keys as it gave them.
     package struct Target: Sendable, Equatable, LoggableDelivery {
@@ -35,16 +35,22 @@ package struct WebPushTransport: Sendable {
     /// The pairs a key rotation replaced, newest first (settings.json `previousVapidKeys`).
     let previousVAPIDs: [WebPushVAPID]
     let recipients = WebPushRecipientCache()
+    /// Where an endpoint may point: `.publicOnly` unless private endpoints are allowed.
+    let addressPolicy: EndpointAddressPolicy
     /// The send loop every channel shares. No endpoint backoff (its windows are zero): one dead
     /// push service must not hold back the others, which share no endpoint with it.
     let pipeline: DeliveryPipeline
+    /// The client it sends on (the hub's one client, shared with the native channels).
+    package var client: HTTPClient { pipeline.call.client }
     /// Messages in flight at once for one notification (`concurrency.webPush`).
     package var concurrency: Int { pipeline.concurrency }
 
     package init(
-        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], retryPolicy: PushRetryPolicy = .none,
-        logger: any PushLogger = SilentPushLogger(), concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
+        client: HTTPClient, vapid: WebPushVAPID, previousVAPIDs: [WebPushVAPID] = [], addressPolicy: EndpointAddressPolicy = .publicOnly,
+        retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(), concurrency: Int = 64,
+        metrics: (any PushMetricsFactory)? = nil
     ) {
+        self.addressPolicy = addressPolicy
         self.vapid = vapid
         self.previousVAPIDs = previousVAPIDs
         self.pipeline = DeliveryPipeline(
@@ -135,9 +141,11 @@ package struct WebPushTransport: Sendable {
     }
 
     private func request(_ sealed: Sealed, authorization: String, headers: WebPushProvider.MessageHeaders) -> HTTPRequest {
-        HTTPRequest(
+        var request = HTTPRequest(
             WebPushProvider.request(pathAndQuery: sealed.parts.pathAndQuery, sealedBody: sealed.body, authorization: authorization, headers: headers),
             endpoint: sealed.origin)
+        request.addressPolicy = addressPolicy
+        return request
     }
 
     /// The first answer read; after a 401 or 403, the same sealed body once more with each

@@ -166,6 +166,32 @@ import Testing
         #expect(server.connectionsAccepted == 0)
     }
 
+    /// Issue 26 item 5: one client for every channel. The relay (a trusted origin, any address)
+    /// and Web Push (endpoints a browser chose, public addresses only) share the hub's one
+    /// `HTTPClient`; each request carries its own policy, so a Web Push endpoint on the relay's
+    /// loopback origin is refused before connecting and never rides the relay's connection.
+    @Test func oneClientServesTheRelayAndWebPushEachWithItsOwnPolicy() async throws {
+        let server = try LoopbackServer { request in
+            request.path == "/v1/push" ? .json(#"{"ok":true}"#) : .init(status: 201)
+        }
+        defer { server.stop() }
+        let hub = try await Hub(server: server, extra: ["HAPI_WEB_PUSH_ALLOW_PRIVATE_ENDPOINTS": "0"])
+        defer { Task { await hub.push.shutdown() } }
+        #expect(hub.push.webPushChannel.transport?.client === hub.push.client)
+        let key = try PushKey.generate()
+        let body = #"{"token":"\#(String(repeating: "a1", count: 32))","platform":"ios","deviceId":"iphone","pushKey":"\#(key.base64)"}"#
+        #expect(await hub.push.register(namespace: "ns", body: Array(body.utf8)) == .ok)
+        let native = try await hub.push.dispatch(PushNotificationComposer.ready(for: Self.session, messages: []), namespace: "ns")
+        #expect(native.count(.sent) == 1)
+        #expect(server.connectionsAccepted == 1)
+        try await hub.subscribe(try #require(WebPushTestBrowser()), endpoint: server.baseURL + "/push/" + UUID().uuidString)
+        let web = try await hub.push.sendWebPush(PushNotificationComposer.webReady(for: Self.session), namespace: "ns", nativeSent: false)
+        #expect(web.deliveries.count == 1)
+        #expect(web.deliveries.allSatisfy { $0.outcome == .failed && $0.reason == .endpointNotAllowed })
+        #expect(server.connectionsAccepted == 1)
+        #expect(server.requestsHandled == 1)
+    }
+
     @Test func theGateInEachOfItsDecisions() async throws {
         let server = try LoopbackServer { request in
             request.path == "/v1/push" ? .init(status: 200, headers: [.init(name: "content-type", value: "application/json")], body: Array(#"{"ok":true}"#.utf8)) : .init(status: 201)

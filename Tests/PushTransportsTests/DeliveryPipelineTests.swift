@@ -21,7 +21,7 @@ import Testing
         let vapid = WebPushVAPID(keyPair: try WebPushP256Key.generate(), subject: "mailto:ops@example.com")
         let logger = CapturingLogger()
         let metrics = PushPrometheusMetrics()
-        let transport = WebPushTransport(client: standIn.client, vapid: vapid, logger: logger, metrics: metrics)
+        let transport = WebPushTransport(client: standIn.client, vapid: vapid, addressPolicy: .any, logger: logger, metrics: metrics)
         let targets = [
             WebPushTransport.Target(endpoint: standIn.server.baseURL + "/wpush/capability-ok", p256dh: browser.p256dh, auth: browser.auth),
             WebPushTransport.Target(endpoint: standIn.server.baseURL + "/wpush/capability-gone", p256dh: browser.p256dh, auth: browser.auth),
@@ -78,7 +78,7 @@ import Testing
         let vapid = WebPushVAPID(keyPair: try WebPushP256Key.generate(), subject: "mailto:ops@example.com")
         let logged = TimedLogger()
         // One worker: its 16 slots are the whole window, so a slot held by its chunk would stall everything.
-        let transport = WebPushTransport(client: standIn.client, vapid: vapid, logger: logged, concurrency: WebPushTransport.chunk)
+        let transport = WebPushTransport(client: standIn.client, vapid: vapid, addressPolicy: .any, logger: logged, concurrency: WebPushTransport.chunk)
         let targets = (0..<200).map {
             WebPushTransport.Target(endpoint: standIn.server.baseURL + "/wpush/s\($0)", p256dh: browser.p256dh, auth: browser.auth)
         }

@@ -10,7 +10,6 @@ struct WebPushChannel: Sendable {
     let routes: PushWebSubscriptions?
     let store: (any PushWebSubscriptionStore)?
     let transport: WebPushTransport?
-    let client: HTTPClient?
     /// Why Web Push is off, when it is.
     let offReason: String?
     /// RFC 8030 `Topic` (from the tag) and `Urgency` on every message (`HAPI_WEB_PUSH_TOPIC_URGENCY`).
@@ -18,38 +17,32 @@ struct WebPushChannel: Sendable {
 
     static func make(
         configuration: PushConfiguration, store: any PushDeviceStore, runtime: NativePush.Configuration, dataDirectory: String?,
-        logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil
-    ) throws -> WebPushChannel {
+        client: HTTPClient, logger: any PushLogger = SilentPushLogger(), metrics: (any PushMetricsFactory)? = nil
+    ) -> WebPushChannel {
         guard let subscriptions = store as? any PushWebSubscriptionStore else {
-            return WebPushChannel(routes: nil, store: nil, transport: nil, client: nil, offReason: "the device store keeps no Web Push subscriptions")
+            return WebPushChannel(routes: nil, store: nil, transport: nil, offReason: "the device store keeps no Web Push subscriptions")
         }
         guard let dataDirectory else {
-            return WebPushChannel(routes: nil, store: subscriptions, transport: nil, client: nil, offReason: "no data directory for the VAPID keys")
+            return WebPushChannel(routes: nil, store: subscriptions, transport: nil, offReason: "no data directory for the VAPID keys")
         }
         let loaded = VAPIDKeyFile.loadOrCreate(SettingsFile(directory: dataDirectory))
         guard let keyPair = loaded.keyPair else {
-            return WebPushChannel(routes: nil, store: subscriptions, transport: nil, client: nil, offReason: loaded.warning ?? "no VAPID key pair")
+            return WebPushChannel(routes: nil, store: subscriptions, transport: nil, offReason: loaded.warning ?? "no VAPID key pair")
         }
         let routes = PushWebSubscriptions(store: subscriptions, vapidPublicKey: Base64.urlEncodeUnpadded(keyPair.publicKey))
         guard configuration.webPush.isEnabled else {
-            return WebPushChannel(routes: routes, store: subscriptions, transport: nil, client: nil, offReason: "Web Push is off (\(configuration.webPush))")
+            return WebPushChannel(routes: routes, store: subscriptions, transport: nil, offReason: "Web Push is off (\(configuration.webPush))")
         }
-        var clientConfiguration = runtime.httpClientConfiguration(caFile: configuration.caFile, settings: configuration)
-        clientConfiguration.addressPolicy = configuration.webPush.allowsPrivateEndpoints ? .any : .publicOnly
-        let client = try HTTPClient(configuration: clientConfiguration)
         let vapid = WebPushVAPID(keyPair: keyPair, subject: configuration.webPush.subject)
         // Kept by a key rotation: tried when the push service refuses the current pair.
         let previous = loaded.previous.map { WebPushVAPID(keyPair: $0, subject: configuration.webPush.subject) }
         let transport = WebPushTransport(
-            client: client, vapid: vapid, previousVAPIDs: previous, retryPolicy: runtime.retry, logger: logger,
+            client: client, vapid: vapid, previousVAPIDs: previous,
+            addressPolicy: configuration.webPush.allowsPrivateEndpoints ? .any : .publicOnly, retryPolicy: runtime.retry, logger: logger,
             concurrency: runtime.concurrency.webPush, metrics: metrics)
         return WebPushChannel(
-            routes: routes, store: subscriptions, transport: transport, client: client, offReason: nil,
+            routes: routes, store: subscriptions, transport: transport, offReason: nil,
             sendsTopicAndUrgency: configuration.webPush.sendsTopicAndUrgency)
-    }
-
-    func shutdown() async {
-        await client?.shutdown()
     }
 }
 
