@@ -18,6 +18,18 @@ extension Platform {
         _ = pthread_setname_np(name)
     }
 
+    /// `pthread_create` as Darwin spells it: a pointer handle (nil until created), a
+    /// non-optional argument.
+    static func startThread(_ attributes: UnsafePointer<pthread_attr_t>, entry: UnsafeMutableRawPointer) -> Result<pthread_t, ThreadStartCode> {
+        var thread: pthread_t?
+        let rc = pthread_create(&thread, attributes, { raw in
+            runThreadEntry(raw)
+            return nil
+        }, entry)
+        guard rc == 0, let thread else { return .failure(ThreadStartCode(code: rc == 0 ? EAGAIN : rc)) }
+        return .success(thread)
+    }
+
     /// The calling thread's name ("" if unknown).
     package static func thisThreadName() -> String {
         var buffer = [CChar](repeating: 0, count: 64)

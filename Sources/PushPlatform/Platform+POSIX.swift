@@ -20,6 +20,16 @@ extension Platform {
         hapi_name_this_thread(name)
     }
 
+    /// `pthread_create` as glibc and musl spell it: an integer handle, an optional argument.
+    static func startThread(_ attributes: UnsafePointer<pthread_attr_t>, entry: UnsafeMutableRawPointer) -> Result<pthread_t, ThreadStartCode> {
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, attributes, { raw in
+            if let raw { runThreadEntry(raw) }
+            return nil
+        }, entry)
+        return rc == 0 ? .success(thread) : .failure(ThreadStartCode(code: rc))
+    }
+
     /// The calling thread's name ("" if unknown).
     package static func thisThreadName() -> String {
         var buffer = [CChar](repeating: 0, count: 64)

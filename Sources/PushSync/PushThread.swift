@@ -75,21 +75,14 @@ package final class PushThread: Sendable {
     package static func start(
         name: String, stackSize: Int = standardStackSize, _ body: sending @escaping () -> Void
     ) throws(PushThreadError) -> PushThread {
-        // Allocated, not a Swift value: glibc's headers also declare `pthread_attr_t` in the
-        // epoll shim's, and the value's initializer would be looked up there.
-        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
-        defer { attributes.deallocate() }
-        pthread_attr_init(attributes)
-        defer { pthread_attr_destroy(attributes) }
-        let sized = pthread_attr_setstacksize(attributes, stackSize)
-        guard sized == 0 else { throw PushThreadError(name: name, call: "pthread_attr_setstacksize", code: sized) }
         let state = WaitableLocked(ThreadLife())
         let start = Unmanaged.passRetained(ThreadStart(name: name, body: body, life: state)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, attributes, threadMain, start)
-        guard rc == 0 else {
+        let thread: pthread_t
+        do {
+            thread = try Platform.createThread(stackSize: stackSize, argument: start, main: threadMain)
+        } catch {
             Unmanaged<ThreadStart>.fromOpaque(start).release()
-            throw PushThreadError(name: name, call: "pthread_create", code: rc)
+            throw PushThreadError(name: name, call: error.call, code: error.code)
         }
         return PushThread(name: name, thread: thread, state: state)
     }
@@ -165,8 +158,7 @@ package final class PushThread: Sendable {
 
 /// The C entry point of every thread: names it, runs the body, releases what the body held,
 /// then tells those waiting.
-private func threadMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let raw else { return nil }
+private func threadMain(_ raw: UnsafeMutableRawPointer) {
     let start = Unmanaged<ThreadStart>.fromOpaque(raw).takeRetainedValue()
     Platform.nameThisThread(start.name)
     start.body?()
@@ -179,7 +171,6 @@ private func threadMain(_ raw: UnsafeMutableRawPointer?) -> UnsafeMutableRawPoin
     }
     start.life.broadcast()
     for waiter in waiters { waiter.resume() }
-    return nil
 }
 
 /// Where a thread is in its life, shared by its handle and the thread.
