@@ -27,15 +27,15 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
     }
 
     /// Claims chunks with `claim(n)` (the next at most `n` indices, nil when none are left)
-    /// until none are left and nothing is in flight; the results by index.
-    func run(claim: @Sendable (Int) -> Range<Int>?) async -> [(Int, PushResult)] {
+    /// until none are left and nothing is in flight, each result put in `results` at its index
+    /// as it ends (no worker keeps a list of its own: 10,000 results are held once).
+    func run(claim: @Sendable (Int) -> Range<Int>?, into results: PipelineResults) async {
         let inbox = PipelineInbox<Event>()
         // The chunks whose requests have not all been answered, for cancellation; a chunk is
         // dropped with its last answer, so what the client kept of it is freed as the send goes.
         let started = Locked<[Int: HTTPClient.StartedBatch]>([:])
         return await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
-                var results: [(Int, PushResult)] = []
                 var live: [Int: Live] = [:]
                 var nextSlot = 0
                 var nextChunk = 0
@@ -54,12 +54,12 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         var slots: [Int] = []
                         for index in indices {
                             switch draft(index) {
-                            case .refused(let result): results.append((index, result))
+                            case .refused(let result): results.set(index, result)
                             case .deliver(let delivery):
                                 switch prepare(delivery) {
                                 case .refused(let result):
                                     pipeline.logger.log(delivery, transport: pipeline.transport, result)
-                                    results.append((index, result))
+                                    results.set(index, result)
                                 case .send(let request, let context):
                                     live[nextSlot] = Live(index: index, delivery: delivery, request: request, context: context)
                                     requests.append(request)
@@ -90,7 +90,7 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                     case .finished(let slot, let result):
                         guard let item = live.removeValue(forKey: slot) else { continue }
                         pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
-                        results.append((item.index, result))
+                        results.set(item.index, result)
                     case .answered(let slot, let outcome):
                         if let chunk = chunkOfSlot.removeValue(forKey: slot), let left = unanswered[chunk] {
                             if left > 1 {
@@ -105,7 +105,7 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         if !retries, case .done(let result) = finish(item.delivery, item.context, exchanged) {
                             live[slot] = nil
                             pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
-                            results.append((item.index, result))
+                            results.set(item.index, result)
                             continue
                         }
                         group.addTask { [self] in
@@ -122,7 +122,6 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         }
                     }
                 }
-                return results
             }
         } onCancel: {
             for handle in started.withLock({ $0.values }) { handle.cancel() }
@@ -183,6 +182,29 @@ final class PipelineInbox<Event: Sendable>: Sendable {
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// The results of one send, by index: written by its workers as each delivery ends, one lock
+/// per write (uncontended but for the few workers of one send).
+final class PipelineResults: Sendable {
+    private let slots: Locked<[PushResult]>
+
+    /// `count` slots, each written once before `take`; an unwritten one reads as never sent.
+    init(count: Int) {
+        slots = Locked(Array(repeating: PushResult(outcome: .failed, reason: .networkError, attempts: 0), count: count))
+    }
+
+    func set(_ index: Int, _ result: PushResult) {
+        slots.withLock { $0[index] = result }
+    }
+
+    /// The results, leaving the slots empty.
+    func take() -> [PushResult] {
+        slots.withLock { slots in
+            defer { slots = [] }
+            return slots
         }
     }
 }

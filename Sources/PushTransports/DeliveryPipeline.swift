@@ -63,12 +63,11 @@ struct DeliveryPipeline: Sendable {
         let chunked = ChunkedSend(
             pipeline: self, batch: batch, size: size, draft: draft, prepare: prepare, parse: parse, finish: finish)
         let workers = min(max(1, limit / size), (count + size - 1) / size)
-        return await withTaskGroup(of: [(Int, PushResult)].self) { group in
-            for _ in 0..<workers { group.addTask { await chunked.run(claim: claim) } }
-            var results = [PushResult?](repeating: nil, count: count)
-            for await done in group { for (index, result) in done { results[index] = result } }
-            return results.compactMap { $0 }
+        let results = PipelineResults(count: count)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<workers { group.addTask { await chunked.run(claim: claim, into: results) } }
         }
+        return results.take()
     }
 
     /// Every delivery of a batch failed before any request (no provider token, no OAuth token):

@@ -106,18 +106,19 @@ package struct PushDispatcher: Sendable {
             if let transport { batches.append((transport, indices)) }
         }
         let window = self.window
-        let results = await withTaskGroup(of: [(Int, PushResult)].self) { group in
+        let results = await withTaskGroup(of: (indices: [Int], results: [PushResult]).self) { group in
             for batch in batches {
                 group.addTask {
                     let results = await batch.transport.send(count: batch.indices.count, window: window) { position in
                         let index = batch.indices[position]
                         return Self.draft(plans[index], token: devices[index].token, collapseId: collapseId)
                     }
-                    return Array(zip(batch.indices, results))
+                    // The batch's own order, not pairs: one array of 10,000 results fewer at the peak.
+                    return (batch.indices, results)
                 }
             }
             var byIndex = [PushResult?](repeating: nil, count: plans.count)
-            for await batch in group { for (index, result) in batch { byIndex[index] = result } }
+            for await batch in group { for (index, result) in zip(batch.indices, batch.results) { byIndex[index] = result } }
             return byIndex
         }
 
