@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-package import Glibc
+import Glibc
 #elseif canImport(Musl)
-package import Musl
+import Musl
 #elseif canImport(Darwin)
-package import Darwin
+import Darwin
 #endif
 
 /// Why a thread could not be started: the call that refused and its error number.
@@ -12,15 +12,29 @@ package struct PlatformThreadError: Error, Sendable, Equatable {
     package let code: Int32
 }
 
+/// A started thread, joined or detached once. `pthread_t` stays inside: an integer on glibc, a
+/// pointer on Darwin.
+package struct PlatformThread: @unchecked Sendable {
+    let handle: pthread_t
+
+    /// Waits for the thread to end.
+    package func join() { pthread_join(handle, nil) }
+
+    /// Lets the system reclaim the thread when it ends; nobody joins it.
+    package func detach() { pthread_detach(handle) }
+
+    /// Whether the calling thread is this one.
+    package var isCurrent: Bool { pthread_equal(pthread_self(), handle) != 0 }
+}
+
 extension Platform {
-    /// Starts a thread running `main(argument)` on a stack of `stackSize` bytes and returns its
-    /// handle (for `pthread_join` / `pthread_detach`, the same on every system). The package's
+    /// Starts a thread running `main(argument)` on a stack of `stackSize` bytes. The package's
     /// one `pthread_create`: `pthread_t` is an integer on glibc and a pointer on Darwin, and the
     /// start routine's argument optional on one and not the other, so each system's spelling is
     /// its own (`startThread`, in Platform+POSIX.swift and Platform+Darwin.swift).
     package static func createThread(
         stackSize: Int, argument: UnsafeMutableRawPointer, main: @escaping @convention(c) (UnsafeMutableRawPointer) -> Void
-    ) throws(PlatformThreadError) -> pthread_t {
+    ) throws(PlatformThreadError) -> PlatformThread {
         // Allocated, not a Swift value: glibc's headers also declare `pthread_attr_t` in the
         // epoll shim's, and the value's initializer would be looked up there.
         let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
@@ -32,7 +46,7 @@ extension Platform {
         let entry = UnsafeMutablePointer<ThreadEntry>.allocate(capacity: 1)
         entry.initialize(to: ThreadEntry(main: main, argument: argument))
         switch startThread(attributes, entry: UnsafeMutableRawPointer(entry)) {
-        case .success(let thread): return thread
+        case .success(let thread): return PlatformThread(handle: thread)
         case .failure(let failure):
             entry.deinitialize(count: 1)
             entry.deallocate()

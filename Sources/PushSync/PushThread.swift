@@ -48,10 +48,10 @@ package final class PushThread: Sendable {
     package static let standardStackSize = 8 << 20
 
     package let name: String
-    private let thread: pthread_t
+    private let thread: PlatformThread
     private let state: WaitableLocked<ThreadLife>
 
-    private init(name: String, thread: pthread_t, state: WaitableLocked<ThreadLife>) {
+    private init(name: String, thread: PlatformThread, state: WaitableLocked<ThreadLife>) {
         self.name = name
         self.thread = thread
         self.state = state
@@ -64,7 +64,7 @@ package final class PushThread: Sendable {
             state.join = .detached
             return true
         }
-        if joinable { pthread_detach(thread) }
+        if joinable { thread.detach() }
     }
 
     /// Starts `body` on a new thread named `name` (at most 15 bytes are kept) with a stack of
@@ -77,7 +77,7 @@ package final class PushThread: Sendable {
     ) throws(PushThreadError) -> PushThread {
         let state = WaitableLocked(ThreadLife())
         let start = Unmanaged.passRetained(ThreadStart(name: name, body: body, life: state)).toOpaque()
-        let thread: pthread_t
+        let thread: PlatformThread
         do {
             thread = try Platform.createThread(stackSize: stackSize, argument: start, main: threadMain)
         } catch {
@@ -110,12 +110,12 @@ package final class PushThread: Sendable {
     /// Blocks until the thread has ended, then returns (at once if it already was joined).
     /// Blocks: call it off the concurrency pool. Called on the thread itself, it detaches it.
     package func join() {
-        let me = pthread_equal(pthread_self(), thread) != 0
+        let me = thread.isCurrent
         let mine = state.withLock { state -> Bool in
             guard case .joinable = state.join else { return false }
             if me {
                 state.join = .detached
-                pthread_detach(thread)
+                thread.detach()
                 return false
             }
             state.join = .joining
@@ -133,7 +133,7 @@ package final class PushThread: Sendable {
                 }, then: { _ in })
             return
         }
-        pthread_join(thread, nil)
+        thread.join()
         state.withLock { $0.join = .joined }
         state.broadcast()
     }
