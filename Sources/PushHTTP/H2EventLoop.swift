@@ -161,65 +161,13 @@ final class H2EventLoop: Sendable {
 }
 
 /// The requests of one origin waiting for a stream, oldest first; retries go to the front.
-struct H2PendingQueue {
-    struct Entry {
-        let transfer: HTTPTransfer
-        /// Nil for a first attempt not yet taken from the queue; the attempt number of a retry.
-        var attempt: Int?
-    }
+typealias H2PendingQueue = PushFIFO<H2PendingEntry>
 
-    private var entries: [Entry] = []
-    private var head = 0
-
-    var isEmpty: Bool { head >= entries.count }
-    var count: Int { entries.count - head }
-
-    mutating func append(_ entry: Entry) { entries.append(entry) }
-
-    mutating func prepend(_ entry: Entry) {
-        if head > 0 {
-            head -= 1
-            entries[head] = entry
-        } else {
-            entries.insert(entry, at: 0)
-        }
-    }
-
-    mutating func popFirst() -> Entry? {
-        guard head < entries.count else { return nil }
-        let entry = entries[head]
-        head += 1
-        if head == entries.count {
-            entries.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 1024 && head * 2 >= entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
-        return entry
-    }
-
-    /// Removes and returns every entry for which `isExpired` holds.
-    mutating func removeAll(where isExpired: (Entry) -> Bool) -> [Entry] {
-        var kept: [Entry] = []
-        var removed: [Entry] = []
-        for entry in entries[head...] {
-            if isExpired(entry) { removed.append(entry) } else { kept.append(entry) }
-        }
-        if !removed.isEmpty {
-            entries = kept
-            head = 0
-        }
-        return removed
-    }
-
-    mutating func takeAll() -> [Entry] {
-        defer {
-            entries = []
-            head = 0
-        }
-        return Array(entries[head...])
-    }
+/// One request waiting for a stream of its origin.
+struct H2PendingEntry {
+    let transfer: HTTPTransfer
+    /// Nil for a first attempt not yet taken from the queue; the attempt number of a retry.
+    var attempt: Int?
 }
 
 /// One origin's connections and queue, under one address policy: a request never rides a

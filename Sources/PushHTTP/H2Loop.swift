@@ -7,6 +7,7 @@ import Musl
 import Darwin
 #endif
 import PushPlatform
+import PushSync
 import Synchronization
 
 /// The HTTP/2 engine's thread: the platform's selector (PushPlatform: epoll, or poll(2)) over every connection's socket and the wake-up;

@@ -142,20 +142,8 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
 /// its next answer here, whichever of its requests (or tasks) ends first.
 final class PipelineInbox<Event: Sendable>: Sendable {
     private struct State {
-        var events: [Event] = []
-        var head = 0
+        var events = PushFIFO<Event>()
         var waiter: CheckedContinuation<Event, Never>?
-
-        mutating func take() -> Event? {
-            guard head < events.count else { return nil }
-            let event = events[head]
-            head += 1
-            if head == events.count {
-                events.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            return event
-        }
     }
 
     private let state = Locked(State())
@@ -174,10 +162,10 @@ final class PipelineInbox<Event: Sendable>: Sendable {
 
     /// The oldest event not yet taken, waiting for one if none is there.
     func next() async -> Event {
-        if let ready = state.withLock({ $0.take() }) { return ready }
+        if let ready = state.withLock({ $0.events.popFirst() }) { return ready }
         return await withCheckedContinuation { continuation in
             let ready: Event? = state.withLock { state in
-                if let event = state.take() { return event }
+                if let event = state.events.popFirst() { return event }
                 state.waiter = continuation
                 return nil
             }
