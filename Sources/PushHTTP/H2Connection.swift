@@ -9,8 +9,9 @@ import Darwin
 #endif
 import PushPlatform
 
-/// One HTTP/2 connection of the engine: a non-blocking socket, the TLS session over it (none
-/// for h2c) and an nghttp2 client session driven by `mem_recv`/`mem_send`. Loop thread only.
+/// One HTTP/2 connection of the engine: a non-blocking socket (`H2Connector` gets it), the TLS
+/// session over it (none for h2c) and an nghttp2 client session driven by
+/// `mem_recv`/`mem_send`. Loop thread only.
 ///
 /// Life: resolving → connecting → handshaking → open → closed. Frames nghttp2 produces are
 /// gathered into one buffer and written with as few `SSL_write`s as the socket accepts, so a
@@ -31,19 +32,12 @@ final class H2Connection {
     unowned let loop: H2Loop
     private(set) var state: State = .resolving
 
+    private let connector: H2Connector
     private var fd: Int32 = -1
     private var ssl: OpaquePointer?
     private(set) var session: OpaquePointer?
-    private var addresses: [SocketAddress] = []
-    private var nextAddress = 0
-    private var lastConnectError: String = "no address tried"
-    /// Sockets still connecting (Happy Eyeballs), and when the next address is due.
-    private var attempts: [Int32] = []
-    private var nextAttemptAt: ContinuousClock.Instant?
     /// The proxy tunnel that owns `fd` (libcurl closes it), nil for a direct connection.
     private var tunnel: ProxyTunnel?
-    /// RFC 8305's recommended Connection Attempt Delay.
-    static let attemptDelay: Duration = .milliseconds(250)
     /// The poller interest registered for `fd` (0: not registered).
     private var interest: UInt32 = 0
 
@@ -73,6 +67,7 @@ final class H2Connection {
         self.id = id
         self.origin = origin
         self.loop = loop
+        self.connector = H2Connector(token: id, origin: origin, loop: loop)
         self.streamLimit = min(loop.settings.maximumConcurrentStreamsPerConnection, 100)
         self.connectDeadline = now + loop.settings.connectTimeout
         self.lastFrameAt = now
@@ -98,43 +93,22 @@ final class H2Connection {
     /// Resolves (on the resolver's threads for a name) and connects.
     func start() {
         if let proxy = origin.proxy {
-            // The proxy resolves the origin's name: we never look it up.
             state = .tunnelling
-            let loopHandle = loop.handle
-            let id = self.id
-            loop.settings.tunnels.open(through: proxy, to: origin.key, timeout: loop.now.duration(to: connectDeadline)) { result in
-                _ = loopHandle.enqueue(.tunnelled(connection: id, result))  // refused at shutdown: the tunnel is released
-            }
-            return
-        }
-        let host = origin.key.host
-        if origin.key.hostIsNumeric {
-            resolved(SocketAddress.resolve(host: host, port: origin.key.port, numericOnly: true))
+            connector.openTunnel(through: proxy, timeout: loop.now.duration(to: connectDeadline))
             return
         }
         state = .resolving
-        let loopHandle = loop.handle
-        let id = self.id
-        loop.settings.resolver.resolve(host: host, port: origin.key.port) { result in
-            _ = loopHandle.enqueue(.resolved(connection: id, result))
-        }
+        if let addresses = connector.lookUp() { resolved(addresses) }
     }
 
     func resolved(_ result: Result<[SocketAddress], HTTPClientError>) {
         guard state == .resolving else { return }
-        switch result {
-        case .failure(let error):
+        if let error = connector.adopt(result) {
             loop.connectionFailed(self, error)
-        case .success(let list):
-            // The policy judges the very addresses connected to, never a second resolution.
-            addresses = list.filter { origin.addressPolicy.allows(sockaddr: $0.bytes) }
-            guard !addresses.isEmpty else {
-                loop.connectionFailed(self, HTTPClientError(.addressNotAllowed, detail: "\(origin.key.authority) resolves only to refused addresses"))
-                return
-            }
-            state = .connecting
-            startNextAttempt()
+            return
         }
+        state = .connecting
+        advance(connector.startNextAttempt())
     }
 
     /// The proxy's tunnel is up (or failed): TLS to the origin over it, exactly as direct.
@@ -144,102 +118,38 @@ final class H2Connection {
         case .failure(let error):
             loop.connectionFailed(self, error)
         case .success(let tunnel):
-            self.tunnel = tunnel
-            fd = tunnel.socket
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let socket = connector.adopt(tunnel)
             state = .connecting
-            if origin.key.isTLS {
-                beginTLS()
-            } else {
-                openSession()
-            }
+            connected(socket)
         }
     }
 
-    /// Happy Eyeballs (RFC 8305, its simple form): one attempt per address in the interleaved
-    /// order, the next started when the previous has not connected within
-    /// `attemptDelay` (or at once when it failed); the first to connect wins, the rest are
-    /// closed. Every attempt's socket is registered under this connection's id.
-    private func startNextAttempt() {
-        while nextAddress < addresses.count {
-            let address = addresses[nextAddress]
-            nextAddress += 1
-            let socketFD = Platform.makeStreamSocket(family: address.family)
-            guard socketFD >= 0 else {
-                lastConnectError = "socket: \(String(cString: strerror(errno)))"
-                continue
-            }
-            var one: Int32 = 1
-            _ = setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            _ = setsockopt(socketFD, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
-            let rc = address.bytes.withUnsafeBytes { raw in
-                connect(socketFD, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-            }
-            guard rc == 0 || errno == EINPROGRESS else {
-                lastConnectError = String(cString: strerror(errno))
-                Platform.close(socketFD)
-                continue
-            }
-            guard loop.poller.set(socketFD, events: PlatformReadiness.writable, token: id, add: true) else {
-                lastConnectError = "\(PlatformSelectorBackend.registrationCall): \(String(cString: strerror(errno)))"
-                Platform.close(socketFD)
-                continue
-            }
-            attempts.append(socketFD)
-            nextAttemptAt = nextAddress < addresses.count ? loop.now + H2Connection.attemptDelay : nil
-            return
-        }
-        nextAttemptAt = nil
-        if attempts.isEmpty {
-            loop.connectionFailed(
-                self, HTTPClientError(.connectionRefused, detail: "could not connect to \(origin.key.authority): \(lastConnectError)"))
-        }
-    }
-
-    /// The sweep's tick while connecting: the next address's turn has come.
+    /// The sweep's tick while connecting: the next address's turn may have come.
     func connectTimerFired(now: ContinuousClock.Instant) {
-        guard state == .connecting, let due = nextAttemptAt, now >= due else { return }
-        startNextAttempt()
+        guard state == .connecting else { return }
+        advance(connector.timerFired(now: now))
     }
 
-    /// Some attempt's socket is ready: keep the first that connected, drop those that failed.
-    private func attemptsReady() {
-        var pollSet = attempts.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
-        guard poll(&pollSet, nfds_t(pollSet.count), 0) > 0 else { return }
-        var winner: Int32?
-        for entry in pollSet where entry.revents != 0 {
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            _ = getsockopt(entry.fd, SOL_SOCKET, SO_ERROR, &error, &length)
-            if error == 0, winner == nil, entry.revents & Int16(POLLOUT) != 0 {
-                winner = entry.fd
-            } else if error != 0 || entry.revents & Int16(POLLERR | POLLHUP) != 0 {
-                lastConnectError = String(cString: strerror(error != 0 ? error : ECONNREFUSED))
-                closeAttempt(entry.fd)
-            }
-        }
-        guard let winner else {
-            // Every attempt so far failed: the next address now, not after the delay.
-            if attempts.isEmpty { startNextAttempt() }
+    private func advance(_ progress: H2Connector.Progress) {
+        switch progress {
+        case .waiting:
             return
+        case .failed(let error):
+            loop.connectionFailed(self, error)
+        case .connected(let socket):
+            connected(socket)
         }
-        for other in attempts where other != winner { closeAttempt(other) }
-        attempts = []
-        nextAttemptAt = nil
-        fd = winner
-        interest = PlatformReadiness.writable
+    }
+
+    private func connected(_ socket: H2Connector.Socket) {
+        fd = socket.fd
+        tunnel = socket.tunnel
+        interest = socket.interest
         if origin.key.isTLS {
             beginTLS()
         } else {
             openSession()
         }
-    }
-
-    private func closeAttempt(_ socketFD: Int32) {
-        loop.poller.remove(socketFD)
-        Platform.close(socketFD)
-        attempts.removeAll { $0 == socketFD }
     }
 
     /// The socket reported readiness.
@@ -248,7 +158,7 @@ final class H2Connection {
         case .resolving, .tunnelling, .closed:
             return
         case .connecting:
-            attemptsReady()
+            advance(connector.attemptsReady())
         case .handshaking:
             handshake()
         case .open:
@@ -570,11 +480,7 @@ final class H2Connection {
     }
 
     private func unregisterAndClose() {
-        for attempt in attempts {
-            loop.poller.remove(attempt)
-            Platform.close(attempt)
-        }
-        attempts = []
+        connector.close()
         if fd >= 0 {
             if interest != 0 { loop.poller.remove(fd) }
             if tunnel == nil { Platform.close(fd) }
