@@ -1,5 +1,4 @@
 import CHapiNghttp2
-import CHapiOpenSSL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -9,8 +8,8 @@ import Darwin
 #endif
 import PushPlatform
 
-/// One HTTP/2 connection of the engine: a non-blocking socket (`H2Connector` gets it), the TLS
-/// session over it (none for h2c) and an nghttp2 client session driven by
+/// One HTTP/2 connection of the engine: a non-blocking socket (`H2Connector` gets it), TLS over
+/// it (`H2Transport`; none for h2c) and an nghttp2 client session driven by
 /// `mem_recv`/`mem_send`. Loop thread only.
 ///
 /// Life: resolving → connecting → handshaking → open → closed. Frames nghttp2 produces are
@@ -33,13 +32,9 @@ final class H2Connection {
     private(set) var state: State = .resolving
 
     private let connector: H2Connector
-    private var fd: Int32 = -1
-    private var ssl: OpaquePointer?
+    /// From the connect on: the socket, and TLS over it.
+    private var transport: H2Transport?
     private(set) var session: OpaquePointer?
-    /// The proxy tunnel that owns `fd` (libcurl closes it), nil for a direct connection.
-    private var tunnel: ProxyTunnel?
-    /// The poller interest registered for `fd` (0: not registered).
-    private var interest: UInt32 = 0
 
     /// Open streams by id; the table owns the exchanges.
     var streams: [Int32: H2Exchange] = [:]
@@ -142,11 +137,10 @@ final class H2Connection {
     }
 
     private func connected(_ socket: H2Connector.Socket) {
-        fd = socket.fd
-        tunnel = socket.tunnel
-        interest = socket.interest
+        let transport = H2Transport(socket: socket)
+        self.transport = transport
         if origin.key.isTLS {
-            beginTLS()
+            beginTLS(on: transport)
         } else {
             openSession()
         }
@@ -171,58 +165,29 @@ final class H2Connection {
         }
     }
 
-    private func beginTLS() {
-        guard let ssl = SSL_new(loop.settings.tls.raw) else {
-            loop.connectionFailed(self, HTTPClientError(.tlsFailure, detail: "SSL_new failed: \(OpenSSLError.drain())"))
+    private func beginTLS(on transport: H2Transport) {
+        if let error = transport.startTLS(context: loop.settings.tls.raw, host: origin.key.host, hostIsNumeric: origin.key.hostIsNumeric) {
+            loop.connectionFailed(self, error)
             return
-        }
-        self.ssl = ssl
-        SSL_set_connect_state(ssl)
-        _ = SSL_set_fd(ssl, fd)
-        let host = origin.key.host
-        if origin.key.hostIsNumeric {
-            // No SNI for an address; the certificate must carry it as an IP SAN.
-            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
-        } else {
-            _ = hapi_ssl_set_sni(ssl, host)
-            _ = SSL_set1_host(ssl, host)
         }
         state = .handshaking
         handshake()
     }
 
     private func handshake() {
-        guard let ssl else { return }
-        ERR_clear_error()
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 {
-            var protocolName: UnsafePointer<UInt8>?
-            var length: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &protocolName, &length)
-            let negotiated = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-            guard negotiated == "h2" else {
+        switch transport?.handshake(authority: origin.key.authority) {
+        case nil:
+            return
+        case .done(let alpn):
+            guard alpn == "h2" else {
                 loop.originLacksHTTP2(self)
                 return
             }
             openSession()
-            return
-        }
-        switch SSL_get_error(ssl, rc) {
-        case SSL_ERROR_WANT_READ:
-            _ = register(PlatformReadiness.readable)
-        case SSL_ERROR_WANT_WRITE:
-            _ = register(PlatformReadiness.writable)
-        default:
-            let verify = SSL_get_verify_result(ssl)
-            let detail: String
-            if verify != X509_V_OK {
-                let text = X509_verify_cert_error_string(verify).map { String(cString: $0) } ?? "error \(verify)"
-                detail = "certificate verification failed for \(origin.key.authority): \(text)"
-            } else {
-                detail = "TLS handshake with \(origin.key.authority) failed: \(OpenSSLError.drain())"
-            }
-            ERR_clear_error()
-            loop.connectionFailed(self, HTTPClientError(.tlsFailure, detail: detail))
+        case .wants(let events):
+            _ = register(events)
+        case .failed(let error):
+            loop.connectionFailed(self, error)
         }
     }
 
@@ -337,46 +302,21 @@ final class H2Connection {
     // MARK: - I/O
 
     private func readAvailable() {
-        guard let session else { return }
+        guard let session, let transport else { return }
         let buffer = loop.readBuffer
         while state == .open {
             let count: Int
-            if let ssl {
-                ERR_clear_error()
-                let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-                if n <= 0 {
-                    switch SSL_get_error(ssl, n) {
-                    case SSL_ERROR_WANT_READ:
-                        return
-                    case SSL_ERROR_WANT_WRITE:
-                        needsFlush = true
-                        return
-                    case SSL_ERROR_ZERO_RETURN:
-                        loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "the server closed the connection"))
-                        return
-                    case SSL_ERROR_SYSCALL where errno == 0 || errno == EAGAIN:
-                        if errno == EAGAIN { return }
-                        loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "the server closed the connection"))
-                        return
-                    default:
-                        let detail = "TLS read failed: \(OpenSSLError.drain()) (\(String(cString: strerror(errno))))"
-                        loop.connectionLost(self, HTTPClientError(.connectionLost, detail: detail))
-                        return
-                    }
-                }
-                count = Int(n)
-            } else {
-                let n = recv(fd, buffer.baseAddress, buffer.count, 0)
-                if n < 0 {
-                    if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
-                    loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "read failed: \(String(cString: strerror(errno)))"))
-                    return
-                }
-                if n == 0 {
-                    loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "the server closed the connection"))
-                    return
-                }
+            switch transport.read(into: buffer) {
+            case .read(let n):
                 count = n
+            case .wouldBlock:
+                return
+            case .wantsWrite:
+                needsFlush = true
+                return
+            case .failed(let error):
+                loop.connectionLost(self, error)
+                return
             }
             lastFrameAt = loop.now
             needsFlush = true
@@ -393,10 +333,10 @@ final class H2Connection {
     /// connection once neither side has anything left to say (after GOAWAY).
     func flush() {
         needsFlush = false
-        guard state == .open, let session else { return }
+        guard state == .open, let session, let transport else { return }
         while true {
             if outputStart < output.count {
-                switch write(from: outputStart) {
+                switch write(from: outputStart, through: transport) {
                 case .wrote(let count):
                     outputStart += count
                     continue
@@ -431,35 +371,12 @@ final class H2Connection {
         }
     }
 
-    private enum WriteResult {
-        case wrote(Int)
-        case blocked
-        case failed(HTTPClientError)
-    }
-
     /// Writes from `output[start...]`. Never touches the connection's state: the caller acts
     /// on a failure once the buffer is no longer borrowed.
-    private func write(from start: Int) -> WriteResult {
-        output.withUnsafeBytes { raw -> WriteResult in
+    private func write(from start: Int, through transport: H2Transport) -> H2Transport.WriteResult {
+        output.withUnsafeBytes { raw -> H2Transport.WriteResult in
             guard let base = raw.baseAddress else { return .wrote(0) }
-            let pointer = base + start
-            let length = raw.count - start
-            if let ssl {
-                ERR_clear_error()
-                let n = SSL_write(ssl, pointer, Int32(clamping: length))
-                if n > 0 { return .wrote(Int(n)) }
-                switch SSL_get_error(ssl, n) {
-                case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ:
-                    return .blocked
-                default:
-                    let detail = "TLS write failed: \(OpenSSLError.drain()) (\(String(cString: strerror(errno))))"
-                    return .failed(HTTPClientError(.connectionLost, detail: detail))
-                }
-            }
-            let n = Platform.send(fd, pointer, length)
-            if n >= 0 { return .wrote(n) }
-            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .blocked }
-            return .failed(HTTPClientError(.connectionLost, detail: "write failed: \(String(cString: strerror(errno)))"))
+            return transport.write(base + start, raw.count - start)
         }
     }
 
@@ -469,30 +386,18 @@ final class H2Connection {
     /// refused, in which case the connection has failed.
     @discardableResult
     private func register(_ events: UInt32) -> Bool {
-        guard fd >= 0, events != interest else { return true }
-        guard loop.poller.set(fd, events: events, token: id, add: interest == 0) else {
+        guard let transport else { return true }
+        guard transport.register(events, token: id, on: &loop.poller) else {
             let error = HTTPClientError(.other, detail: "\(PlatformSelectorBackend.registrationCall) failed: \(String(cString: strerror(errno)))")
             if state == .open { loop.connectionLost(self, error) } else { loop.connectionFailed(self, error) }
             return false
         }
-        interest = events
         return true
-    }
-
-    private func unregisterAndClose() {
-        connector.close()
-        if fd >= 0 {
-            if interest != 0 { loop.poller.remove(fd) }
-            if tunnel == nil { Platform.close(fd) }
-        }
-        tunnel = nil
-        fd = -1
-        interest = 0
     }
 
     /// Shutdown: one GOAWAY, written if the socket takes it at once, errors ignored.
     func sayGoodbye() {
-        guard state == .open, let session else { return }
+        guard state == .open, let session, let transport else { return }
         _ = nghttp2_session_terminate_session(session, UInt32(NGHTTP2_NO_ERROR.rawValue))
         output.removeAll(keepingCapacity: true)
         outputStart = 0
@@ -502,7 +407,7 @@ final class H2Connection {
             guard n > 0, let data else { break }
             output.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
         }
-        if !output.isEmpty { _ = write(from: 0) }
+        if !output.isEmpty { _ = write(from: 0, through: transport) }
     }
 
     /// Frees the session, the TLS state and the socket. The loop has already dealt with the
@@ -512,9 +417,9 @@ final class H2Connection {
         state = .closed
         if let session { nghttp2_session_del(session) }
         session = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
-        unregisterAndClose()
+        transport?.close(on: &loop.poller)
+        transport = nil
+        connector.close()
         streams = [:]
         output = []
     }
