@@ -1,4 +1,3 @@
-import CHapiNghttp2
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,13 +7,14 @@ import Darwin
 #endif
 import PushPlatform
 
-/// One HTTP/2 connection of the engine: a non-blocking socket (`H2Connector` gets it), TLS over
-/// it (`H2Transport`; none for h2c) and an nghttp2 client session driven by
-/// `mem_recv`/`mem_send`. Loop thread only.
+/// One HTTP/2 connection of the engine, as the loop (`H2Loop`) sees it: its state, its streams
+/// and its clocks. Loop thread only.
 ///
-/// Life: resolving → connecting → handshaking → open → closed. Frames nghttp2 produces are
-/// gathered into one buffer and written with as few `SSL_write`s as the socket accepts, so a
-/// batch of requests becomes a handful of TLS records.
+/// Life: resolving (or tunnelling) → connecting → handshaking → open → closed. Each stage's
+/// work is a layer of its own, so this type only moves between them and reports to the loop:
+/// `H2Connector` gets the connected socket, `H2Transport` runs TLS (or nothing, for h2c) over
+/// it, and `H2Session` is the nghttp2 session on top, whose callbacks (`H2Callbacks`) reach
+/// the loop through this connection.
 final class H2Connection {
     enum State {
         case resolving
@@ -34,7 +34,10 @@ final class H2Connection {
     private let connector: H2Connector
     /// From the connect on: the socket, and TLS over it.
     private var transport: H2Transport?
-    private(set) var session: OpaquePointer?
+    /// Once open: the nghttp2 session.
+    private var http2: H2Session?
+    /// The nghttp2 session, for the loop's reads of it (settings, a stream's user data).
+    var session: OpaquePointer? { http2?.raw }
 
     /// Open streams by id; the table owns the exchanges.
     var streams: [Int32: H2Exchange] = [:]
@@ -46,16 +49,13 @@ final class H2Connection {
     /// pool does not open another connection on the strength of it.
     var settingsReceived = false
 
-    private var output: [UInt8] = []
-    private var outputStart = 0
-
     let connectDeadline: ContinuousClock.Instant
     /// When a frame last arrived (or the connection opened): the PING clock.
     var lastFrameAt: ContinuousClock.Instant
     /// An unanswered PING's deadline.
     var pingDeadline: ContinuousClock.Instant?
 
-    /// Frames waiting in nghttp2 or in `output`.
+    /// Frames waiting in nghttp2 or in the session's output buffer.
     var needsFlush = false
 
     init(id: UInt64, origin: H2Origin, loop: H2Loop, now: ContinuousClock.Instant) {
@@ -192,22 +192,12 @@ final class H2Connection {
     }
 
     private func openSession() {
-        var session: OpaquePointer?
         let context = Unmanaged.passUnretained(self).toOpaque()
-        guard let callbacks = loop.callbacks, let options = loop.options,
-            nghttp2_session_client_new2(&session, callbacks, context, options) == 0, let session
-        else {
+        guard let http2 = H2Session.open(callbacks: loop.callbacks, options: loop.options, context: context) else {
             loop.connectionFailed(self, HTTPClientError(.other, detail: "nghttp2_session_client_new2 failed"))
             return
         }
-        self.session = session
-        var settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: H2Loop.streamWindow),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(H2Loop.maximumHeaderBytes)),
-        ]
-        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
-        _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(H2Loop.connectionWindow))
+        self.http2 = http2
         state = .open
         lastFrameAt = loop.now
         _ = register(PlatformReadiness.readable)
@@ -219,60 +209,8 @@ final class H2Connection {
 
     /// Starts `exchange` on a new stream. False (nothing sent) if nghttp2 would not take it.
     func submit(_ exchange: H2Exchange) -> Bool {
-        guard let session else { return false }
-        let request = exchange.transfer.request
-        let hasBody = !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch
-        var fields: [(String, String)] = [
-            (":method", request.method.rawValue), (":scheme", request.origin.scheme),
-            (":authority", request.origin.authority), (":path", request.path),
-        ]
-        fields.reserveCapacity(request.headers.count + 5)
-        var hasContentLength = false
-        for field in request.headers {
-            let name = field.name.lowercased()
-            // Connection-specific headers are not HTTP/2 (RFC 9113 §8.2.2); Host is :authority.
-            switch name {
-            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "expect":
-                continue
-            case "te" where field.value.lowercased() != "trailers":
-                continue
-            case "content-length":
-                hasContentLength = true
-            default:
-                break
-            }
-            fields.append((name, field.value))
-        }
-        if hasBody, !hasContentLength { fields.append(("content-length", String(request.body.count))) }
-
-        // One buffer for every name and value; nghttp2 copies them during the call.
-        var storage: [UInt8] = []
-        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
-        var spans: [(Int, Int, Int, Int)] = []
-        spans.reserveCapacity(fields.count)
-        for (name, value) in fields {
-            let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
-        }
-        let context = Unmanaged.passUnretained(exchange).toOpaque()
-        let streamID: Int32 = storage.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            guard let base = buffer.baseAddress ?? UnsafeMutablePointer(bitPattern: 1) else { return -1 }
-            var nva = spans.map { span in
-                nghttp2_nv(
-                    name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            if hasBody {
-                var provider = nghttp2_data_provider()
-                provider.source.ptr = context
-                provider.read_callback = H2Callbacks.readBody
-                return nghttp2_submit_request(session, nil, &nva, nva.count, &provider, context)
-            }
-            return nghttp2_submit_request(session, nil, &nva, nva.count, nil, context)
-        }
+        guard let http2 else { return false }
+        let streamID = http2.submit(exchange)
         guard streamID > 0 else {
             // Stream ids exhausted or the session is going away: no new streams here.
             draining = true
@@ -287,14 +225,14 @@ final class H2Connection {
 
     /// Resets a stream we no longer want (cancelled, timed out, too large).
     func reset(_ exchange: H2Exchange) {
-        guard let session, exchange.streamID > 0 else { return }
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), exchange.streamID, NGHTTP2_CANCEL.rawValue)
+        guard let http2, exchange.streamID > 0 else { return }
+        http2.reset(exchange.streamID)
         needsFlush = true
     }
 
     func sendPing(deadline: ContinuousClock.Instant) {
-        guard let session else { return }
-        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+        guard let http2 else { return }
+        http2.ping()
         pingDeadline = deadline
         needsFlush = true
     }
@@ -302,7 +240,7 @@ final class H2Connection {
     // MARK: - I/O
 
     private func readAvailable() {
-        guard let session, let transport else { return }
+        guard let http2, let transport else { return }
         let buffer = loop.readBuffer
         while state == .open {
             let count: Int
@@ -320,10 +258,8 @@ final class H2Connection {
             }
             lastFrameAt = loop.now
             needsFlush = true
-            let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
-            if consumed < 0 {
-                let text = nghttp2_strerror(Int32(consumed)).map { String(cString: $0) } ?? "error \(consumed)"
-                loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "HTTP/2 protocol error: \(text)"))
+            if let error = http2.receive(buffer, count: count) {
+                loop.connectionLost(self, error)
                 return
             }
         }
@@ -333,50 +269,22 @@ final class H2Connection {
     /// connection once neither side has anything left to say (after GOAWAY).
     func flush() {
         needsFlush = false
-        guard state == .open, let session, let transport else { return }
-        while true {
-            if outputStart < output.count {
-                switch write(from: outputStart, through: transport) {
-                case .wrote(let count):
-                    outputStart += count
-                    continue
-                case .blocked:  // the socket is full: wait for EPOLLOUT
-                    register(PlatformReadiness.readable | PlatformReadiness.writable)
-                    return
-                case .failed(let error):
-                    loop.connectionLost(self, error)
-                    return
-                }
-            }
-            output.removeAll(keepingCapacity: true)
-            outputStart = 0
-            while output.count < H2Loop.writeChunk {
-                var data: UnsafePointer<UInt8>?
-                let n = nghttp2_session_mem_send(session, &data)
-                if n < 0 {
-                    let text = nghttp2_strerror(Int32(n)).map { String(cString: $0) } ?? "error \(n)"
-                    loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "HTTP/2 send failed: \(text)"))
-                    return
-                }
-                guard n > 0, let data else { break }
-                output.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-            }
-            if output.isEmpty { break }
+        guard state == .open, let http2, let transport else { return }
+        switch http2.flush(through: transport) {
+        case .written:
+            break
+        case .blocked:  // the socket is full: wait for EPOLLOUT
+            register(PlatformReadiness.readable | PlatformReadiness.writable)
+            return
+        case .failed(let error):
+            loop.connectionLost(self, error)
+            return
         }
         _ = register(PlatformReadiness.readable)
-        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+        if http2.isFinished {
             loop.connectionFinished(self)
         } else if draining && streams.isEmpty {
             loop.connectionFinished(self)
-        }
-    }
-
-    /// Writes from `output[start...]`. Never touches the connection's state: the caller acts
-    /// on a failure once the buffer is no longer borrowed.
-    private func write(from start: Int, through transport: H2Transport) -> H2Transport.WriteResult {
-        output.withUnsafeBytes { raw -> H2Transport.WriteResult in
-            guard let base = raw.baseAddress else { return .wrote(0) }
-            return transport.write(base + start, raw.count - start)
         }
     }
 
@@ -397,30 +305,20 @@ final class H2Connection {
 
     /// Shutdown: one GOAWAY, written if the socket takes it at once, errors ignored.
     func sayGoodbye() {
-        guard state == .open, let session, let transport else { return }
-        _ = nghttp2_session_terminate_session(session, UInt32(NGHTTP2_NO_ERROR.rawValue))
-        output.removeAll(keepingCapacity: true)
-        outputStart = 0
-        while output.count < H2Loop.writeChunk {
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(session, &data)
-            guard n > 0, let data else { break }
-            output.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-        }
-        if !output.isEmpty { _ = write(from: 0, through: transport) }
+        guard state == .open, let http2, let transport else { return }
+        http2.goodbye(through: transport)
     }
 
-    /// Frees the session, the TLS state and the socket. The loop has already dealt with the
-    /// streams. Idempotent.
+    /// Frees the session, the TLS state and the socket (or the attempts still connecting). The
+    /// loop has already dealt with the streams. Idempotent.
     func close() {
         guard state != .closed else { return }
         state = .closed
-        if let session { nghttp2_session_del(session) }
-        session = nil
+        http2?.close()
+        http2 = nil
         transport?.close(on: &loop.poller)
         transport = nil
         connector.close()
         streams = [:]
-        output = []
     }
 }
