@@ -1,5 +1,3 @@
-import CHapiNghttp2
-import CHapiOpenSSL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -9,12 +7,14 @@ import Darwin
 #endif
 import PushPlatform
 
-/// One HTTP/2 connection of the engine: a non-blocking socket, the TLS session over it (none
-/// for h2c) and an nghttp2 client session driven by `mem_recv`/`mem_send`. Loop thread only.
+/// One HTTP/2 connection of the engine, as the loop (`H2Loop`) sees it: its state, its streams
+/// and its clocks. Loop thread only.
 ///
-/// Life: resolving → connecting → handshaking → open → closed. Frames nghttp2 produces are
-/// gathered into one buffer and written with as few `SSL_write`s as the socket accepts, so a
-/// batch of requests becomes a handful of TLS records.
+/// Life: resolving (or tunnelling) → connecting → handshaking → open → closed. Each stage's
+/// work is a layer of its own, so this type only moves between them and reports to the loop:
+/// `H2Connector` gets the connected socket, `H2Transport` runs TLS (or nothing, for h2c) over
+/// it, and `H2Session` is the nghttp2 session on top, whose callbacks (`H2Callbacks`) reach
+/// the loop through this connection.
 final class H2Connection {
     enum State {
         case resolving
@@ -31,21 +31,13 @@ final class H2Connection {
     unowned let loop: H2Loop
     private(set) var state: State = .resolving
 
-    private var fd: Int32 = -1
-    private var ssl: OpaquePointer?
-    private(set) var session: OpaquePointer?
-    private var addresses: [SocketAddress] = []
-    private var nextAddress = 0
-    private var lastConnectError: String = "no address tried"
-    /// Sockets still connecting (Happy Eyeballs), and when the next address is due.
-    private var attempts: [Int32] = []
-    private var nextAttemptAt: ContinuousClock.Instant?
-    /// The proxy tunnel that owns `fd` (libcurl closes it), nil for a direct connection.
-    private var tunnel: ProxyTunnel?
-    /// RFC 8305's recommended Connection Attempt Delay.
-    static let attemptDelay: Duration = .milliseconds(250)
-    /// The poller interest registered for `fd` (0: not registered).
-    private var interest: UInt32 = 0
+    private let connector: H2Connector
+    /// From the connect on: the socket, and TLS over it.
+    private var transport: H2Transport?
+    /// Once open: the nghttp2 session.
+    private var http2: H2Session?
+    /// The nghttp2 session, for the loop's reads of it (settings, a stream's user data).
+    var session: OpaquePointer? { http2?.raw }
 
     /// Open streams by id; the table owns the exchanges.
     var streams: [Int32: H2Exchange] = [:]
@@ -57,22 +49,20 @@ final class H2Connection {
     /// pool does not open another connection on the strength of it.
     var settingsReceived = false
 
-    private var output: [UInt8] = []
-    private var outputStart = 0
-
     let connectDeadline: ContinuousClock.Instant
     /// When a frame last arrived (or the connection opened): the PING clock.
     var lastFrameAt: ContinuousClock.Instant
     /// An unanswered PING's deadline.
     var pingDeadline: ContinuousClock.Instant?
 
-    /// Frames waiting in nghttp2 or in `output`.
+    /// Frames waiting in nghttp2 or in the session's output buffer.
     var needsFlush = false
 
     init(id: UInt64, origin: H2Origin, loop: H2Loop, now: ContinuousClock.Instant) {
         self.id = id
         self.origin = origin
         self.loop = loop
+        self.connector = H2Connector(token: id, origin: origin, loop: loop)
         self.streamLimit = min(loop.settings.maximumConcurrentStreamsPerConnection, 100)
         self.connectDeadline = now + loop.settings.connectTimeout
         self.lastFrameAt = now
@@ -98,43 +88,22 @@ final class H2Connection {
     /// Resolves (on the resolver's threads for a name) and connects.
     func start() {
         if let proxy = origin.proxy {
-            // The proxy resolves the origin's name: we never look it up.
             state = .tunnelling
-            let loopHandle = loop.handle
-            let id = self.id
-            loop.settings.tunnels.open(through: proxy, to: origin.key, timeout: loop.now.duration(to: connectDeadline)) { result in
-                _ = loopHandle.enqueue(.tunnelled(connection: id, result))  // refused at shutdown: the tunnel is released
-            }
-            return
-        }
-        let host = origin.key.host
-        if origin.key.hostIsNumeric {
-            resolved(SocketAddress.resolve(host: host, port: origin.key.port, numericOnly: true))
+            connector.openTunnel(through: proxy, timeout: loop.now.duration(to: connectDeadline))
             return
         }
         state = .resolving
-        let loopHandle = loop.handle
-        let id = self.id
-        loop.settings.resolver.resolve(host: host, port: origin.key.port) { result in
-            _ = loopHandle.enqueue(.resolved(connection: id, result))
-        }
+        if let addresses = connector.lookUp() { resolved(addresses) }
     }
 
     func resolved(_ result: Result<[SocketAddress], HTTPClientError>) {
         guard state == .resolving else { return }
-        switch result {
-        case .failure(let error):
+        if let error = connector.adopt(result) {
             loop.connectionFailed(self, error)
-        case .success(let list):
-            // The policy judges the very addresses connected to, never a second resolution.
-            addresses = list.filter { origin.addressPolicy.allows(sockaddr: $0.bytes) }
-            guard !addresses.isEmpty else {
-                loop.connectionFailed(self, HTTPClientError(.addressNotAllowed, detail: "\(origin.key.authority) resolves only to refused addresses"))
-                return
-            }
-            state = .connecting
-            startNextAttempt()
+            return
         }
+        state = .connecting
+        advance(connector.startNextAttempt())
     }
 
     /// The proxy's tunnel is up (or failed): TLS to the origin over it, exactly as direct.
@@ -144,102 +113,37 @@ final class H2Connection {
         case .failure(let error):
             loop.connectionFailed(self, error)
         case .success(let tunnel):
-            self.tunnel = tunnel
-            fd = tunnel.socket
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let socket = connector.adopt(tunnel)
             state = .connecting
-            if origin.key.isTLS {
-                beginTLS()
-            } else {
-                openSession()
-            }
+            connected(socket)
         }
     }
 
-    /// Happy Eyeballs (RFC 8305, its simple form): one attempt per address in the interleaved
-    /// order, the next started when the previous has not connected within
-    /// `attemptDelay` (or at once when it failed); the first to connect wins, the rest are
-    /// closed. Every attempt's socket is registered under this connection's id.
-    private func startNextAttempt() {
-        while nextAddress < addresses.count {
-            let address = addresses[nextAddress]
-            nextAddress += 1
-            let socketFD = Platform.makeStreamSocket(family: address.family)
-            guard socketFD >= 0 else {
-                lastConnectError = "socket: \(String(cString: strerror(errno)))"
-                continue
-            }
-            var one: Int32 = 1
-            _ = setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            _ = setsockopt(socketFD, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
-            let rc = address.bytes.withUnsafeBytes { raw in
-                connect(socketFD, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-            }
-            guard rc == 0 || errno == EINPROGRESS else {
-                lastConnectError = String(cString: strerror(errno))
-                Platform.close(socketFD)
-                continue
-            }
-            guard loop.poller.set(socketFD, events: PlatformReadiness.writable, token: id, add: true) else {
-                lastConnectError = "\(PlatformSelectorBackend.registrationCall): \(String(cString: strerror(errno)))"
-                Platform.close(socketFD)
-                continue
-            }
-            attempts.append(socketFD)
-            nextAttemptAt = nextAddress < addresses.count ? loop.now + H2Connection.attemptDelay : nil
-            return
-        }
-        nextAttemptAt = nil
-        if attempts.isEmpty {
-            loop.connectionFailed(
-                self, HTTPClientError(.connectionRefused, detail: "could not connect to \(origin.key.authority): \(lastConnectError)"))
-        }
-    }
-
-    /// The sweep's tick while connecting: the next address's turn has come.
+    /// The sweep's tick while connecting: the next address's turn may have come.
     func connectTimerFired(now: ContinuousClock.Instant) {
-        guard state == .connecting, let due = nextAttemptAt, now >= due else { return }
-        startNextAttempt()
+        guard state == .connecting else { return }
+        advance(connector.timerFired(now: now))
     }
 
-    /// Some attempt's socket is ready: keep the first that connected, drop those that failed.
-    private func attemptsReady() {
-        var pollSet = attempts.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
-        guard poll(&pollSet, nfds_t(pollSet.count), 0) > 0 else { return }
-        var winner: Int32?
-        for entry in pollSet where entry.revents != 0 {
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            _ = getsockopt(entry.fd, SOL_SOCKET, SO_ERROR, &error, &length)
-            if error == 0, winner == nil, entry.revents & Int16(POLLOUT) != 0 {
-                winner = entry.fd
-            } else if error != 0 || entry.revents & Int16(POLLERR | POLLHUP) != 0 {
-                lastConnectError = String(cString: strerror(error != 0 ? error : ECONNREFUSED))
-                closeAttempt(entry.fd)
-            }
-        }
-        guard let winner else {
-            // Every attempt so far failed: the next address now, not after the delay.
-            if attempts.isEmpty { startNextAttempt() }
+    private func advance(_ progress: H2Connector.Progress) {
+        switch progress {
+        case .waiting:
             return
+        case .failed(let error):
+            loop.connectionFailed(self, error)
+        case .connected(let socket):
+            connected(socket)
         }
-        for other in attempts where other != winner { closeAttempt(other) }
-        attempts = []
-        nextAttemptAt = nil
-        fd = winner
-        interest = PlatformReadiness.writable
+    }
+
+    private func connected(_ socket: H2Connector.Socket) {
+        let transport = H2Transport(socket: socket)
+        self.transport = transport
         if origin.key.isTLS {
-            beginTLS()
+            beginTLS(on: transport)
         } else {
             openSession()
         }
-    }
-
-    private func closeAttempt(_ socketFD: Int32) {
-        loop.poller.remove(socketFD)
-        Platform.close(socketFD)
-        attempts.removeAll { $0 == socketFD }
     }
 
     /// The socket reported readiness.
@@ -248,7 +152,7 @@ final class H2Connection {
         case .resolving, .tunnelling, .closed:
             return
         case .connecting:
-            attemptsReady()
+            advance(connector.attemptsReady())
         case .handshaking:
             handshake()
         case .open:
@@ -261,78 +165,39 @@ final class H2Connection {
         }
     }
 
-    private func beginTLS() {
-        guard let ssl = SSL_new(loop.settings.tls.raw) else {
-            loop.connectionFailed(self, HTTPClientError(.tlsFailure, detail: "SSL_new failed: \(OpenSSLError.drain())"))
+    private func beginTLS(on transport: H2Transport) {
+        if let error = transport.startTLS(context: loop.settings.tls.raw, host: origin.key.host, hostIsNumeric: origin.key.hostIsNumeric) {
+            loop.connectionFailed(self, error)
             return
-        }
-        self.ssl = ssl
-        SSL_set_connect_state(ssl)
-        _ = SSL_set_fd(ssl, fd)
-        let host = origin.key.host
-        if origin.key.hostIsNumeric {
-            // No SNI for an address; the certificate must carry it as an IP SAN.
-            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
-        } else {
-            _ = hapi_ssl_set_sni(ssl, host)
-            _ = SSL_set1_host(ssl, host)
         }
         state = .handshaking
         handshake()
     }
 
     private func handshake() {
-        guard let ssl else { return }
-        ERR_clear_error()
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 {
-            var protocolName: UnsafePointer<UInt8>?
-            var length: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &protocolName, &length)
-            let negotiated = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) }
-            guard negotiated == "h2" else {
+        switch transport?.handshake(authority: origin.key.authority) {
+        case nil:
+            return
+        case .done(let alpn):
+            guard alpn == "h2" else {
                 loop.originLacksHTTP2(self)
                 return
             }
             openSession()
-            return
-        }
-        switch SSL_get_error(ssl, rc) {
-        case SSL_ERROR_WANT_READ:
-            _ = register(PlatformReadiness.readable)
-        case SSL_ERROR_WANT_WRITE:
-            _ = register(PlatformReadiness.writable)
-        default:
-            let verify = SSL_get_verify_result(ssl)
-            let detail: String
-            if verify != X509_V_OK {
-                let text = X509_verify_cert_error_string(verify).map { String(cString: $0) } ?? "error \(verify)"
-                detail = "certificate verification failed for \(origin.key.authority): \(text)"
-            } else {
-                detail = "TLS handshake with \(origin.key.authority) failed: \(OpenSSLError.drain())"
-            }
-            ERR_clear_error()
-            loop.connectionFailed(self, HTTPClientError(.tlsFailure, detail: detail))
+        case .wants(let events):
+            _ = register(events)
+        case .failed(let error):
+            loop.connectionFailed(self, error)
         }
     }
 
     private func openSession() {
-        var session: OpaquePointer?
         let context = Unmanaged.passUnretained(self).toOpaque()
-        guard let callbacks = loop.callbacks, let options = loop.options,
-            nghttp2_session_client_new2(&session, callbacks, context, options) == 0, let session
-        else {
+        guard let http2 = H2Session.open(callbacks: loop.callbacks, options: loop.options, context: context) else {
             loop.connectionFailed(self, HTTPClientError(.other, detail: "nghttp2_session_client_new2 failed"))
             return
         }
-        self.session = session
-        var settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: H2Loop.streamWindow),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(H2Loop.maximumHeaderBytes)),
-        ]
-        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
-        _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(H2Loop.connectionWindow))
+        self.http2 = http2
         state = .open
         lastFrameAt = loop.now
         _ = register(PlatformReadiness.readable)
@@ -344,60 +209,8 @@ final class H2Connection {
 
     /// Starts `exchange` on a new stream. False (nothing sent) if nghttp2 would not take it.
     func submit(_ exchange: H2Exchange) -> Bool {
-        guard let session else { return false }
-        let request = exchange.transfer.request
-        let hasBody = !request.body.isEmpty || request.method == .post || request.method == .put || request.method == .patch
-        var fields: [(String, String)] = [
-            (":method", request.method.rawValue), (":scheme", request.origin.scheme),
-            (":authority", request.origin.authority), (":path", request.path),
-        ]
-        fields.reserveCapacity(request.headers.count + 5)
-        var hasContentLength = false
-        for field in request.headers {
-            let name = field.name.lowercased()
-            // Connection-specific headers are not HTTP/2 (RFC 9113 §8.2.2); Host is :authority.
-            switch name {
-            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "expect":
-                continue
-            case "te" where field.value.lowercased() != "trailers":
-                continue
-            case "content-length":
-                hasContentLength = true
-            default:
-                break
-            }
-            fields.append((name, field.value))
-        }
-        if hasBody, !hasContentLength { fields.append(("content-length", String(request.body.count))) }
-
-        // One buffer for every name and value; nghttp2 copies them during the call.
-        var storage: [UInt8] = []
-        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
-        var spans: [(Int, Int, Int, Int)] = []
-        spans.reserveCapacity(fields.count)
-        for (name, value) in fields {
-            let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
-        }
-        let context = Unmanaged.passUnretained(exchange).toOpaque()
-        let streamID: Int32 = storage.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            guard let base = buffer.baseAddress ?? UnsafeMutablePointer(bitPattern: 1) else { return -1 }
-            var nva = spans.map { span in
-                nghttp2_nv(
-                    name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            if hasBody {
-                var provider = nghttp2_data_provider()
-                provider.source.ptr = context
-                provider.read_callback = H2Callbacks.readBody
-                return nghttp2_submit_request(session, nil, &nva, nva.count, &provider, context)
-            }
-            return nghttp2_submit_request(session, nil, &nva, nva.count, nil, context)
-        }
+        guard let http2 else { return false }
+        let streamID = http2.submit(exchange)
         guard streamID > 0 else {
             // Stream ids exhausted or the session is going away: no new streams here.
             draining = true
@@ -412,14 +225,14 @@ final class H2Connection {
 
     /// Resets a stream we no longer want (cancelled, timed out, too large).
     func reset(_ exchange: H2Exchange) {
-        guard let session, exchange.streamID > 0 else { return }
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), exchange.streamID, NGHTTP2_CANCEL.rawValue)
+        guard let http2, exchange.streamID > 0 else { return }
+        http2.reset(exchange.streamID)
         needsFlush = true
     }
 
     func sendPing(deadline: ContinuousClock.Instant) {
-        guard let session else { return }
-        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+        guard let http2 else { return }
+        http2.ping()
         pingDeadline = deadline
         needsFlush = true
     }
@@ -427,53 +240,26 @@ final class H2Connection {
     // MARK: - I/O
 
     private func readAvailable() {
-        guard let session else { return }
+        guard let http2, let transport else { return }
         let buffer = loop.readBuffer
         while state == .open {
             let count: Int
-            if let ssl {
-                ERR_clear_error()
-                let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-                if n <= 0 {
-                    switch SSL_get_error(ssl, n) {
-                    case SSL_ERROR_WANT_READ:
-                        return
-                    case SSL_ERROR_WANT_WRITE:
-                        needsFlush = true
-                        return
-                    case SSL_ERROR_ZERO_RETURN:
-                        loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "the server closed the connection"))
-                        return
-                    case SSL_ERROR_SYSCALL where errno == 0 || errno == EAGAIN:
-                        if errno == EAGAIN { return }
-                        loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "the server closed the connection"))
-                        return
-                    default:
-                        let detail = "TLS read failed: \(OpenSSLError.drain()) (\(String(cString: strerror(errno))))"
-                        loop.connectionLost(self, HTTPClientError(.connectionLost, detail: detail))
-                        return
-                    }
-                }
-                count = Int(n)
-            } else {
-                let n = recv(fd, buffer.baseAddress, buffer.count, 0)
-                if n < 0 {
-                    if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
-                    loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "read failed: \(String(cString: strerror(errno)))"))
-                    return
-                }
-                if n == 0 {
-                    loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "the server closed the connection"))
-                    return
-                }
+            switch transport.read(into: buffer) {
+            case .read(let n):
                 count = n
+            case .wouldBlock:
+                return
+            case .wantsWrite:
+                needsFlush = true
+                return
+            case .failed(let error):
+                loop.connectionLost(self, error)
+                return
             }
             lastFrameAt = loop.now
             needsFlush = true
-            let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
-            if consumed < 0 {
-                let text = nghttp2_strerror(Int32(consumed)).map { String(cString: $0) } ?? "error \(consumed)"
-                loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "HTTP/2 protocol error: \(text)"))
+            if let error = http2.receive(buffer, count: count) {
+                loop.connectionLost(self, error)
                 return
             }
         }
@@ -483,73 +269,22 @@ final class H2Connection {
     /// connection once neither side has anything left to say (after GOAWAY).
     func flush() {
         needsFlush = false
-        guard state == .open, let session else { return }
-        while true {
-            if outputStart < output.count {
-                switch write(from: outputStart) {
-                case .wrote(let count):
-                    outputStart += count
-                    continue
-                case .blocked:  // the socket is full: wait for EPOLLOUT
-                    register(PlatformReadiness.readable | PlatformReadiness.writable)
-                    return
-                case .failed(let error):
-                    loop.connectionLost(self, error)
-                    return
-                }
-            }
-            output.removeAll(keepingCapacity: true)
-            outputStart = 0
-            while output.count < H2Loop.writeChunk {
-                var data: UnsafePointer<UInt8>?
-                let n = nghttp2_session_mem_send(session, &data)
-                if n < 0 {
-                    let text = nghttp2_strerror(Int32(n)).map { String(cString: $0) } ?? "error \(n)"
-                    loop.connectionLost(self, HTTPClientError(.connectionLost, detail: "HTTP/2 send failed: \(text)"))
-                    return
-                }
-                guard n > 0, let data else { break }
-                output.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-            }
-            if output.isEmpty { break }
+        guard state == .open, let http2, let transport else { return }
+        switch http2.flush(through: transport) {
+        case .written:
+            break
+        case .blocked:  // the socket is full: wait for EPOLLOUT
+            register(PlatformReadiness.readable | PlatformReadiness.writable)
+            return
+        case .failed(let error):
+            loop.connectionLost(self, error)
+            return
         }
         _ = register(PlatformReadiness.readable)
-        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+        if http2.isFinished {
             loop.connectionFinished(self)
         } else if draining && streams.isEmpty {
             loop.connectionFinished(self)
-        }
-    }
-
-    private enum WriteResult {
-        case wrote(Int)
-        case blocked
-        case failed(HTTPClientError)
-    }
-
-    /// Writes from `output[start...]`. Never touches the connection's state: the caller acts
-    /// on a failure once the buffer is no longer borrowed.
-    private func write(from start: Int) -> WriteResult {
-        output.withUnsafeBytes { raw -> WriteResult in
-            guard let base = raw.baseAddress else { return .wrote(0) }
-            let pointer = base + start
-            let length = raw.count - start
-            if let ssl {
-                ERR_clear_error()
-                let n = SSL_write(ssl, pointer, Int32(clamping: length))
-                if n > 0 { return .wrote(Int(n)) }
-                switch SSL_get_error(ssl, n) {
-                case SSL_ERROR_WANT_WRITE, SSL_ERROR_WANT_READ:
-                    return .blocked
-                default:
-                    let detail = "TLS write failed: \(OpenSSLError.drain()) (\(String(cString: strerror(errno))))"
-                    return .failed(HTTPClientError(.connectionLost, detail: detail))
-                }
-            }
-            let n = Platform.send(fd, pointer, length)
-            if n >= 0 { return .wrote(n) }
-            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .blocked }
-            return .failed(HTTPClientError(.connectionLost, detail: "write failed: \(String(cString: strerror(errno)))"))
         }
     }
 
@@ -559,117 +294,31 @@ final class H2Connection {
     /// refused, in which case the connection has failed.
     @discardableResult
     private func register(_ events: UInt32) -> Bool {
-        guard fd >= 0, events != interest else { return true }
-        guard loop.poller.set(fd, events: events, token: id, add: interest == 0) else {
+        guard let transport else { return true }
+        guard transport.register(events, token: id, on: &loop.poller) else {
             let error = HTTPClientError(.other, detail: "\(PlatformSelectorBackend.registrationCall) failed: \(String(cString: strerror(errno)))")
             if state == .open { loop.connectionLost(self, error) } else { loop.connectionFailed(self, error) }
             return false
         }
-        interest = events
         return true
-    }
-
-    private func unregisterAndClose() {
-        for attempt in attempts {
-            loop.poller.remove(attempt)
-            Platform.close(attempt)
-        }
-        attempts = []
-        if fd >= 0 {
-            if interest != 0 { loop.poller.remove(fd) }
-            if tunnel == nil { Platform.close(fd) }
-        }
-        tunnel = nil
-        fd = -1
-        interest = 0
     }
 
     /// Shutdown: one GOAWAY, written if the socket takes it at once, errors ignored.
     func sayGoodbye() {
-        guard state == .open, let session else { return }
-        _ = nghttp2_session_terminate_session(session, UInt32(NGHTTP2_NO_ERROR.rawValue))
-        output.removeAll(keepingCapacity: true)
-        outputStart = 0
-        while output.count < H2Loop.writeChunk {
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(session, &data)
-            guard n > 0, let data else { break }
-            output.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-        }
-        if !output.isEmpty { _ = write(from: 0) }
+        guard state == .open, let http2, let transport else { return }
+        http2.goodbye(through: transport)
     }
 
-    /// Frees the session, the TLS state and the socket. The loop has already dealt with the
-    /// streams. Idempotent.
+    /// Frees the session, the TLS state and the socket (or the attempts still connecting). The
+    /// loop has already dealt with the streams. Idempotent.
     func close() {
         guard state != .closed else { return }
         state = .closed
-        if let session { nghttp2_session_del(session) }
-        session = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
-        unregisterAndClose()
+        http2?.close()
+        http2 = nil
+        transport?.close(on: &loop.poller)
+        transport = nil
+        connector.close()
         streams = [:]
-        output = []
-    }
-}
-
-/// nghttp2's callbacks: C functions that find the connection through the session's user data
-/// and the exchange through the stream's.
-enum H2Callbacks {
-    static func connection(_ userData: UnsafeMutableRawPointer?) -> H2Connection? {
-        userData.map { Unmanaged<H2Connection>.fromOpaque($0).takeUnretainedValue() }
-    }
-
-    static func exchange(_ session: OpaquePointer?, _ streamID: Int32) -> H2Exchange? {
-        nghttp2_session_get_stream_user_data(session, streamID).map { Unmanaged<H2Exchange>.fromOpaque($0).takeUnretainedValue() }
-    }
-
-    static func install(on callbacks: OpaquePointer) {
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, userData in
-            guard let frame, let connection = H2Callbacks.connection(userData) else { return 0 }
-            connection.loop.frameReceived(frame.pointee, on: connection)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, _ in
-            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-            H2Callbacks.exchange(session, frame.pointee.hd.stream_id)?.requestSent = true
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { session, frame, name, nameLength, value, valueLength, _, userData in
-            guard let frame, let name, let value, let connection = H2Callbacks.connection(userData),
-                let exchange = H2Callbacks.exchange(session, frame.pointee.hd.stream_id)
-            else { return 0 }
-            connection.loop.headerReceived(
-                UnsafeBufferPointer(start: name, count: nameLength), UnsafeBufferPointer(start: value, count: valueLength),
-                for: exchange, on: connection)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { session, _, streamID, data, length, userData in
-            guard let data, let connection = H2Callbacks.connection(userData), let exchange = H2Callbacks.exchange(session, streamID)
-            else { return 0 }
-            connection.loop.dataReceived(UnsafeBufferPointer(start: data, count: length), for: exchange, on: connection)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
-            guard let connection = H2Callbacks.connection(userData) else { return 0 }
-            connection.loop.streamClosed(streamID, errorCode: errorCode, on: connection)
-            return 0
-        }
-    }
-
-    /// Copies the next piece of the request body into nghttp2's frame buffer.
-    static let readBody: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, _ in
-        guard let pointer = source?.pointee.ptr, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        let exchange = Unmanaged<H2Exchange>.fromOpaque(pointer).takeUnretainedValue()
-        let count = min(length, exchange.body.count - exchange.bodyOffset)
-        if count > 0 {
-            exchange.body.withUnsafeBufferPointer { body in
-                if let base = body.baseAddress { buffer.update(from: base + exchange.bodyOffset, count: count) }
-            }
-            exchange.bodyOffset += count
-        }
-        if exchange.bodyOffset >= exchange.body.count { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
-        return count
     }
 }
