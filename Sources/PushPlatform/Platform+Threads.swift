@@ -1,19 +1,9 @@
-// swiftc 6.3 finds glibc's pthread_t (in the signature below) in SwiftGlibc when the epoll
-// shim's module shares its headers, and then calls `package import Glibc` unused.
-#if os(Linux) && !HAPI_PUSH_PORTABLE
-#if canImport(Glibc)
-package import SwiftGlibc
-#elseif canImport(Musl)
-package import Musl
-#endif
-#else
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #elseif canImport(Darwin)
 import Darwin
-#endif
 #endif
 
 /// Why a thread could not be started: the call that refused and its error number.
