@@ -94,7 +94,7 @@ package struct PushDispatcher: Sendable {
         let plans = devices.map { plan(for: $0, fitted: fitted) }
 
         // One batch per channel, both channels at once; each delivery is reported as it ends.
-        var batches: [(transport: any PushTransport, indices: [Int])] = []
+        var batches: [(channel: Channel, transport: any PushTransport, indices: [Int])] = []
         for channel in Channel.allCases {
             var transport: (any PushTransport)?
             var indices: [Int] = []
@@ -103,24 +103,26 @@ package struct PushDispatcher: Sendable {
                 transport = planned
                 indices.append(index)
             }
-            if let transport { batches.append((transport, indices)) }
+            if let transport { batches.append((channel, transport, indices)) }
         }
         let window = self.window
-        let results = await withTaskGroup(of: (indices: [Int], results: [PushResult]).self) { group in
+        // Each channel's results in its batch's order, which is the devices' order: read back
+        // with a cursor per channel below, so no array of every result by device is made.
+        let results: [Channel: [PushResult]] = await withTaskGroup(of: (Channel, [PushResult]).self) { group in
             for batch in batches {
                 group.addTask {
                     let results = await batch.transport.send(count: batch.indices.count, window: window) { position in
                         let index = batch.indices[position]
                         return Self.draft(plans[index], token: devices[index].token, collapseId: collapseId)
                     }
-                    // The batch's own order, not pairs: one array of 10,000 results fewer at the peak.
-                    return (batch.indices, results)
+                    return (batch.channel, results)
                 }
             }
-            var byIndex = [PushResult?](repeating: nil, count: plans.count)
-            for await batch in group { for (index, result) in zip(batch.indices, batch.results) { byIndex[index] = result } }
-            return byIndex
+            var byChannel: [Channel: [PushResult]] = [:]
+            for await (channel, results) in group { byChannel[channel] = results }
+            return byChannel
         }
+        var cursors: [Channel: Int] = [:]
 
         var reports: [PushDispatchReport.Delivery] = []
         reports.reserveCapacity(devices.count)
@@ -135,9 +137,11 @@ package struct PushDispatcher: Sendable {
                 report.reason = reason
                 report.detail = detail
                 metrics.delivered(report, sent: false, latency: .zero)
-            case .send(_, let transport, let target, _, let level):
+            case .send(let channel, let transport, let target, _, let level):
                 report.transport = transport.name
-                let result = results[index] ?? PushResult(outcome: .failed, reason: .noResult)
+                let position = cursors[channel, default: 0]
+                cursors[channel] = position + 1
+                let result = results[channel].flatMap { position < $0.count ? $0[position] : nil } ?? PushResult(outcome: .failed, reason: .noResult)
                 report.record(result)
                 switch result.outcome {
                 case .sent:
