@@ -102,19 +102,23 @@ struct ChunkedSend<Delivery: LoggableDelivery, Context: Sendable>: Sendable {
                         }
                         guard let item = live[slot] else { continue }
                         let (exchanged, retries) = batch.read(first: outcome, parse: parse)
-                        if !retries, case .done(let result) = finish(item.delivery, item.context, exchanged) {
+                        // Read here unless the policy sends it again; then in its task, after the retries.
+                        let read = retries ? nil : finish(item.delivery, item.context, exchanged)
+                        if case .done(let result)? = read {
                             live[slot] = nil
                             pipeline.logger.log(item.delivery, transport: pipeline.transport, result)
                             results.set(item.index, result)
                             continue
                         }
                         group.addTask { [self] in
-                            var exchange = exchanged
-                            if retries {
-                                exchange = await batch.retry(item.request, after: outcome, parse: parse)
+                            let next: PipelineFinish
+                            if let read {
+                                next = read
+                            } else {
+                                next = finish(item.delivery, item.context, await batch.retry(item.request, after: outcome, parse: parse))
                             }
                             let result: PushResult
-                            switch finish(item.delivery, item.context, exchange) {
+                            switch next {
                             case .done(let done): result = done
                             case .more(let more): result = await more(batch)
                             }

@@ -47,12 +47,16 @@ struct ProviderCall: Sendable {
         /// A first attempt's outcome (from `start`) read: the exchange as it stands, and whether
         /// the policy sends it again (then `retry`).
         func read(first outcome: HTTPClient.Outcome, parse: (HTTPResponse) -> ProviderAnswer) -> (ProviderExchangeResult, retries: Bool) {
-            call.read(first: outcome, batchStartedAt: startedAt, parse: parse)
+            // The latency runs from the chunk's submission: the outcome's own.
+            let (answer, _) = call.read(outcome.result, attemptStartedAt: startedAt, startedAt: startedAt, parse: parse)
+            let latency = outcome.elapsed
+            return (ProviderExchangeResult(answer: answer, attempts: 1, latency: latency), call.retryDelay(answer, attempt: 1, latency: latency) != nil)
         }
 
         /// The attempts after a first one that `read(first:)` said the policy retries.
         func retry(_ request: HTTPRequest, after first: HTTPClient.Outcome, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
-            await call.perform(request, batchStartedAt: startedAt, after: first, parse: parse)
+            await call.perform(
+                request, batchStartedAt: startedAt, startedAt: ContinuousClock.now - first.elapsed, firstOutcome: first.result, parse: parse)
         }
     }
 
@@ -69,24 +73,6 @@ struct ProviderCall: Sendable {
     /// last answer.
     func perform(_ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
         await perform(request, batchStartedAt: batchStartedAt, startedAt: ContinuousClock.now, firstOutcome: nil, parse: parse)
-    }
-
-    /// The first attempt's outcome (from `Batch.start`) read: the exchange as it stands, and
-    /// whether the policy sends it again (then `perform(_:batchStartedAt:after:parse:)`).
-    func read(first outcome: HTTPClient.Outcome, batchStartedAt: ContinuousClock.Instant, parse: (HTTPResponse) -> ProviderAnswer) -> (
-        ProviderExchangeResult, retries: Bool
-    ) {
-        let (answer, _) = read(outcome.result, attemptStartedAt: batchStartedAt, startedAt: batchStartedAt, parse: parse)
-        let latency = outcome.elapsed
-        return (ProviderExchangeResult(answer: answer, attempts: 1, latency: latency), retryDelay(answer, attempt: 1, latency: latency) != nil)
-    }
-
-    /// The attempts after a first one that `read(first:)` said the policy retries.
-    func perform(
-        _ request: HTTPRequest, batchStartedAt: ContinuousClock.Instant, after first: HTTPClient.Outcome, parse: (HTTPResponse) -> ProviderAnswer
-    ) async -> ProviderExchangeResult {
-        // The latency runs from the first attempt's submission, as `read(first:)` counts it.
-        await perform(request, batchStartedAt: batchStartedAt, startedAt: ContinuousClock.now - first.elapsed, firstOutcome: first.result, parse: parse)
     }
 
     /// The loop of attempts. `firstOutcome`: the first attempt's outcome when it was already

@@ -115,7 +115,7 @@ package struct WebPushTransport: Sendable {
         return await pipeline.send(
             count: targets.count, window: .max, chunk: Self.chunk, draft: { .deliver(Addressed(target: targets[$0], parts: endpoints[$0])) },
             prepare: { self.seal(payload, for: $0.target, parts: $0.parts, headers: headers, authorizations: frozen) },
-            parse: { response in WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) } },
+            parse: Self.parse,
             finish: { delivery, sealed, exchanged in self.finish(delivery.target, sealed, exchanged, headers: headers) })
     }
 
@@ -166,9 +166,7 @@ package struct WebPushTransport: Sendable {
             var attempts = first.attempts
             for identity in sealed.identities.dropFirst() {
                 guard let other = try? await identity.authorization(origin: sealed.origin) else { continue }
-                let answered = await exchange.exchange(self.request(sealed, authorization: other, headers: headers)) { response in
-                    WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
-                }
+                let answered = await exchange.exchange(self.request(sealed, authorization: other, headers: headers), parse: Self.parse)
                 var again = result(answered, other, identity)
                 attempts += again.attempts
                 guard Self.refusesIdentity(again) else {
@@ -180,6 +178,10 @@ package struct WebPushTransport: Sendable {
             last.attempts = attempts
             return last
         }
+    }
+
+    @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {
+        WebPushProvider.parse(status: response.status, body: response.body) { response.headers.first(name: $0) }
     }
 
     /// 401 and 403: the push service does not take this VAPID identity for the subscription
