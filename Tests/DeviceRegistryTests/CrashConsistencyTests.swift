@@ -35,6 +35,12 @@ import Testing
             acknowledged.formUnion(acks)
             log.append("round \(round): \(moment), \(acks.count) acks, \(child.ended)")
 
+            // Killed before it created the file (a kill after 0 lines, or within its first
+            // milliseconds): nothing can have been acknowledged, and there is nothing to reopen.
+            guard FileManager.default.fileExists(atPath: path) else {
+                #expect(acknowledged.isEmpty, "round \(round) (\(moment)): \(acknowledged.count) rows acknowledged, but the file is gone")
+                continue
+            }
             // Reopen as the next hub would: recovery of the WAL, then a full integrity check.
             let db = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 5000)
             let integrity = try db.query("PRAGMA integrity_check")
