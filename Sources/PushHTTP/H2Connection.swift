@@ -39,21 +39,11 @@ final class H2Connection {
     /// The nghttp2 session, for the loop's reads of it (settings, a stream's user data).
     var session: OpaquePointer? { http2?.raw }
 
-    /// Open streams by id; the table owns the exchanges.
+    /// Open streams by id; the table owns the exchanges. (How many it may have, whether it
+    /// drains and when it is probed are its origin's pool's: `H2PoolStateMachine`.)
     var streams: [Int32: H2Exchange] = [:]
-    /// GOAWAY received (or stream ids exhausted): no new streams; closed once the last ends.
-    var draining = false
-    /// Concurrent streams allowed: ours, capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
-    var streamLimit: Int
-    /// The server's first SETTINGS arrived: until then `streamLimit` is a guess (100), and the
-    /// pool does not open another connection on the strength of it.
-    var settingsReceived = false
 
     let connectDeadline: ContinuousClock.Instant
-    /// When a frame last arrived (or the connection opened): the PING clock.
-    var lastFrameAt: ContinuousClock.Instant
-    /// An unanswered PING's deadline.
-    var pingDeadline: ContinuousClock.Instant?
 
     /// Frames waiting in nghttp2 or in the session's output buffer.
     var needsFlush = false
@@ -63,24 +53,7 @@ final class H2Connection {
         self.origin = origin
         self.loop = loop
         self.connector = H2Connector(token: id, origin: origin, loop: loop)
-        self.streamLimit = min(loop.settings.maximumConcurrentStreamsPerConnection, 100)
         self.connectDeadline = now + loop.settings.connectTimeout
-        self.lastFrameAt = now
-    }
-
-    /// Not yet known to be usable at full width: connecting, or open without the server's SETTINGS.
-    var isEstablishing: Bool {
-        switch state {
-        case .resolving, .tunnelling, .connecting, .handshaking: return true
-        case .open: return !settingsReceived
-        case .closed: return false
-        }
-    }
-
-    /// Streams start only once the server's SETTINGS are known, so its concurrency limit is
-    /// never overrun (a server may refuse streams beyond it).
-    var canStartStream: Bool {
-        state == .open && settingsReceived && !draining && streams.count < streamLimit
     }
 
     // MARK: - Connecting
@@ -199,7 +172,6 @@ final class H2Connection {
         }
         self.http2 = http2
         state = .open
-        lastFrameAt = loop.now
         _ = register(PlatformReadiness.readable)
         needsFlush = true
         loop.connectionOpened(self)
@@ -213,13 +185,14 @@ final class H2Connection {
         let streamID = http2.submit(exchange)
         guard streamID > 0 else {
             // Stream ids exhausted or the session is going away: no new streams here.
-            draining = true
+            origin.pool.stopNewStreams(id)
             return false
         }
         exchange.streamID = streamID
         streams[streamID] = exchange
+        origin.pool.streamStarted(id)
         needsFlush = true
-        if streamID > Int32.max - 1024 { draining = true }  // start a fresh connection before ids run out
+        if streamID > Int32.max - 1024 { origin.pool.stopNewStreams(id) }  // start a fresh connection before ids run out
         return true
     }
 
@@ -230,10 +203,9 @@ final class H2Connection {
         needsFlush = true
     }
 
-    func sendPing(deadline: ContinuousClock.Instant) {
+    func sendPing() {
         guard let http2 else { return }
         http2.ping()
-        pingDeadline = deadline
         needsFlush = true
     }
 
@@ -242,6 +214,8 @@ final class H2Connection {
     private func readAvailable() {
         guard let http2, let transport else { return }
         let buffer = loop.readBuffer
+        var heard = false
+        defer { if heard { origin.pool.heard(id, now: loop.now) } }
         while state == .open {
             let count: Int
             switch transport.read(into: buffer) {
@@ -256,7 +230,7 @@ final class H2Connection {
                 loop.connectionLost(self, error)
                 return
             }
-            lastFrameAt = loop.now
+            heard = true
             needsFlush = true
             if let error = http2.receive(buffer, count: count) {
                 loop.connectionLost(self, error)
@@ -281,9 +255,7 @@ final class H2Connection {
             return
         }
         _ = register(PlatformReadiness.readable)
-        if http2.isFinished {
-            loop.connectionFinished(self)
-        } else if draining && streams.isEmpty {
+        if http2.isFinished || origin.pool.isDrained(id) {
             loop.connectionFinished(self)
         }
     }

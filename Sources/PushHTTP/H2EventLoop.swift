@@ -183,12 +183,15 @@ final class H2Origin {
     let addressPolicy: EndpointAddressPolicy
     /// The `http://` proxy its connections tunnel through, nil for direct.
     let proxy: HTTPProxy?
-    var connections: [H2Connection] = []
+    /// Its connections' states and the pool's rules; the connections themselves are the
+    /// loop's, by id.
+    var pool: H2PoolStateMachine
     var pending = H2PendingQueue()
 
-    init(key: HTTPOrigin, addressPolicy: EndpointAddressPolicy, proxy: HTTPProxy?) {
+    init(key: HTTPOrigin, addressPolicy: EndpointAddressPolicy, proxy: HTTPProxy?, pool: H2PoolStateMachine.Settings) {
         self.key = key
         self.addressPolicy = addressPolicy
         self.proxy = proxy
+        self.pool = H2PoolStateMachine(settings: pool)
     }
 }

@@ -11,8 +11,9 @@ import PushSync
 import Synchronization
 
 /// The HTTP/2 engine's thread: the platform's selector (PushPlatform: epoll, or poll(2)) over every connection's socket and the wake-up;
-/// per origin, a pool of connections that honours each server's SETTINGS_MAX_CONCURRENT_STREAMS
-/// and a queue of requests waiting for a stream. Everything here runs on that one thread.
+/// per origin, a pool whose rules are a value (`H2PoolStateMachine`: stream limits, GOAWAY,
+/// idle PING, connect backoff) and a queue of requests waiting for a stream. Everything here
+/// runs on that one thread: the loop tells each pool what happened and does what it answers.
 ///
 /// One iteration: wait for readiness (50 ms at most while anything is in flight), read and
 /// feed nghttp2, take the queued commands, expire deadlines and probe idle connections, hand
@@ -110,7 +111,14 @@ final class H2Loop {
     }
 
     private var hasWorkInFlight: Bool {
-        !active.isEmpty || origins.values.contains { !$0.pending.isEmpty || $0.connections.contains { $0.isEstablishing } }
+        !active.isEmpty || origins.values.contains { !$0.pending.isEmpty || $0.pool.isEstablishing }
+    }
+
+    private var poolSettings: H2PoolStateMachine.Settings {
+        H2PoolStateMachine.Settings(
+            maximumConnections: settings.maximumConnectionsPerOrigin,
+            maximumStreamsPerConnection: settings.maximumConcurrentStreamsPerConnection,
+            pingInterval: settings.pingInterval, pingTimeout: settings.pingTimeout)
     }
 
     private var idleWaitMilliseconds: Int32 {
@@ -129,7 +137,7 @@ final class H2Loop {
                 if let existing = origins[key] {
                     origin = existing
                 } else {
-                    origin = H2Origin(key: key.origin, addressPolicy: key.addressPolicy, proxy: transfer.proxy)
+                    origin = H2Origin(key: key.origin, addressPolicy: key.addressPolicy, proxy: transfer.proxy, pool: poolSettings)
                     origins[key] = origin
                 }
                 origin.pending.append(.init(transfer: transfer, attempt: nil))
@@ -151,10 +159,14 @@ final class H2Loop {
 
     // MARK: - Scheduling
 
-    /// Hands waiting requests to free streams; opens a connection when every open one is full.
+    /// Hands waiting requests to free streams; opens a connection when the pool says so.
     private func schedule(_ origin: H2Origin) {
         while !origin.pending.isEmpty {
-            guard let connection = origin.connections.first(where: { $0.canStartStream }) else { break }
+            guard let id = origin.pool.connectionWithFreeStream else { break }
+            guard let connection = connections[id] else {
+                origin.pool.connectionClosed(id)  // cannot happen: the pool and the table move together
+                continue
+            }
             guard let entry = origin.pending.popFirst() else { break }
             let attempt: Int
             if let retry = entry.attempt {
@@ -183,9 +195,7 @@ final class H2Loop {
                 origin.pending.prepend(.init(transfer: entry.transfer, attempt: attempt))
             }
         }
-        guard !origin.pending.isEmpty else { return }
-        let live = origin.connections.filter { $0.state != .closed }
-        if !live.contains(where: { $0.isEstablishing }), live.filter({ !$0.draining }).count < settings.maximumConnectionsPerOrigin {
+        if !origin.pending.isEmpty, origin.pool.shouldOpenConnection(now: now) {
             openConnection(to: origin)
         }
     }
@@ -194,7 +204,7 @@ final class H2Loop {
         let connection = H2Connection(id: nextConnectionID, origin: origin, loop: self, now: now)
         nextConnectionID += 1
         connections[connection.id] = connection
-        origin.connections.append(connection)
+        origin.pool.connectionStarted(connection.id, now: now)
         connection.start()
     }
 
@@ -202,15 +212,16 @@ final class H2Loop {
 
     func connectionOpened(_ connection: H2Connection) {
         counters.openH2Connections.add(1, ordering: .relaxed)
+        connection.origin.pool.connectionOpened(connection.id, now: now)
     }
 
     /// A connection failed before it was open. If it was the origin's only hope, everything
-    /// waiting for the origin fails with the same error.
+    /// waiting for the origin fails with the same error (and the pool backs off).
     func connectionFailed(_ connection: H2Connection, _ error: HTTPClientError) {
         let origin = connection.origin
-        remove(connection)
+        connections[connection.id] = nil
         connection.close()
-        guard !origin.connections.contains(where: { $0.state != .closed }) else { return }
+        guard origin.pool.connectFailed(connection.id, error, now: now) == .failWaiting else { return }
         for entry in origin.pending.takeAll() { entry.transfer.abort(with: error) }
     }
 
@@ -224,7 +235,8 @@ final class H2Loop {
         counters.openH2Connections.subtract(1, ordering: .relaxed)
         let origin = connection.origin
         let exchanges = connection.streams.values.sorted { $0.streamID < $1.streamID }
-        remove(connection)
+        connections[connection.id] = nil
+        origin.pool.connectionClosed(connection.id)
         connection.close()
         for exchange in exchanges {
             counters.liveExchanges.subtract(1, ordering: .relaxed)
@@ -253,7 +265,8 @@ final class H2Loop {
     func originLacksHTTP2(_ connection: H2Connection) {
         let origin = connection.origin
         settings.originLacksHTTP2(origin.key)
-        remove(connection)
+        connections[connection.id] = nil
+        origin.pool.connectionClosed(connection.id)
         connection.close()
         for entry in origin.pending.takeAll() {
             if entry.attempt == nil {
@@ -265,11 +278,6 @@ final class H2Loop {
         origins[H2Origin.Key(origin: origin.key, addressPolicy: origin.addressPolicy)] = nil
     }
 
-    private func remove(_ connection: H2Connection) {
-        connections[connection.id] = nil
-        connection.origin.connections.removeAll { $0 === connection }
-    }
-
     // MARK: - nghttp2 callbacks (inside mem_recv / mem_send)
 
     func frameReceived(_ frame: nghttp2_frame, on connection: H2Connection) {
@@ -278,14 +286,13 @@ final class H2Loop {
         switch type {
         case UInt8(NGHTTP2_SETTINGS.rawValue) where flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0:
             let announced = nghttp2_session_get_remote_settings(connection.session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
-            connection.streamLimit = min(settings.maximumConcurrentStreamsPerConnection, Int(announced))
-            connection.settingsReceived = true
+            connection.origin.pool.settingsReceived(connection.id, maximumConcurrentStreams: announced)
         case UInt8(NGHTTP2_GOAWAY.rawValue):
             // Streams above last-stream-id are closed by nghttp2 as REFUSED_STREAM (retried on a
             // new connection); the others finish here.
-            connection.draining = true
+            connection.origin.pool.stopNewStreams(connection.id)
         case UInt8(NGHTTP2_PING.rawValue) where flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
-            connection.pingDeadline = nil
+            connection.origin.pool.pingAnswered(connection.id)
         case UInt8(NGHTTP2_HEADERS.rawValue), UInt8(NGHTTP2_DATA.rawValue):
             if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
                 H2Callbacks.exchange(connection.session, frame.hd.stream_id)?.endStreamReceived = true
@@ -332,6 +339,7 @@ final class H2Loop {
 
     func streamClosed(_ streamID: Int32, errorCode: UInt32, on connection: H2Connection) {
         guard let exchange = connection.streams.removeValue(forKey: streamID) else { return }
+        connection.origin.pool.streamEnded(connection.id)
         counters.liveExchanges.subtract(1, ordering: .relaxed)
         guard !exchange.finished else { return }
         active[ObjectIdentifier(exchange.transfer)] = nil
@@ -359,10 +367,22 @@ final class H2Loop {
     // MARK: - Deadlines and liveness
 
     private func sweep() {
-        for origin in origins.values where !origin.pending.isEmpty {
-            let now = self.now
-            for entry in origin.pending.removeAll(where: { $0.transfer.deadline <= now }) {
-                entry.transfer.abort(with: HTTPClientError(.timeout, detail: "the request's timeout passed while it waited for a connection"))
+        for origin in origins.values {
+            if !origin.pending.isEmpty {
+                let now = self.now
+                for entry in origin.pending.removeAll(where: { $0.transfer.deadline <= now }) {
+                    entry.transfer.abort(with: origin.pool.waitingTimeoutError)
+                }
+            }
+            for timer in origin.pool.tick(now: now) {
+                switch timer {
+                case .sendPing(let id):
+                    connections[id]?.sendPing()
+                case .pingUnanswered(let id):
+                    if let connection = connections[id] {
+                        connectionLost(connection, HTTPClientError(.connectionLost, detail: "the connection did not answer a PING"))
+                    }
+                }
             }
         }
         for connection in connections.values {
@@ -391,13 +411,6 @@ final class H2Loop {
                     connection.reset(exchange)
                     _ = exchange.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout passed")))
                 }
-                if let deadline = connection.pingDeadline {
-                    if now >= deadline {
-                        connectionLost(connection, HTTPClientError(.connectionLost, detail: "the connection did not answer a PING"))
-                    }
-                } else if now - connection.lastFrameAt >= settings.pingInterval {
-                    connection.sendPing(deadline: now + settings.pingTimeout)
-                }
             case .closed:
                 break
             }
@@ -422,7 +435,6 @@ final class H2Loop {
         connections = [:]
         for origin in origins.values {
             for entry in origin.pending.takeAll() { entry.transfer.abort(with: .shutdown) }
-            origin.connections = []
         }
         origins = [:]
         active = [:]

@@ -192,6 +192,36 @@ import Testing
         await client.shutdown()
     }
 
+    @Test func requestsArrivingAtAnOriginThatCannotBeReachedCostOneConnectPerBackoffPeriod() async throws {
+        // A server that accepts and never finishes a handshake: each connect fails at the
+        // connect timeout. A request every 10 ms for 600 ms: without the pool's backoff every
+        // sweep (50 ms) would start a connect (a dozen or more); with it, 100, 200, 400 ms apart.
+        let server = try LoopbackServer(transport: .tls, silent: true) { _ in .json("{}") }
+        defer { server.stop() }
+        let client = try Self.client(for: server) {
+            $0.requestTimeout = .seconds(3)
+            $0.connectTimeout = .milliseconds(20)
+        }
+        let started = ContinuousClock.now
+        let failures = await withTaskGroup(of: HTTPClientError?.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(10 * index))
+                    return await client.result(HTTPRequest(url: server.baseURL + "/\(index)")).failure
+                }
+            }
+            var failures: [HTTPClientError] = []
+            for await failure in group { if let failure { failures.append(failure) } }
+            return failures
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(failures.count == 60, "every request fails: the origin never answers")
+        #expect(failures.allSatisfy { $0.code == .timeout && $0.detail?.contains("connecting") == true }, "\(Set(failures.compactMap(\.detail)))")
+        #expect((2...6).contains(server.connectionsAccepted), "\(server.connectionsAccepted) connects in \(elapsed)")
+        #expect(elapsed < .seconds(2), "each waits one backoff at most, never its whole timeout")
+        await client.shutdown()
+    }
+
     // MARK: - Cancellation and shutdown
 
     @Test func cancellingABatchAbortsEveryRequestAndTheClientKeepsWorking() async throws {
