@@ -8,7 +8,7 @@ import Darwin
 #endif
 import Synchronization
 
-/// One attempt of one transfer: a libcurl easy handle and everything it points to (header
+/// One transfer's libcurl easy handle and everything it points to (header
 /// list, request body, error buffer) plus the response as it arrives.
 ///
 /// Loop thread only. libcurl's write and header callbacks reach this object through
@@ -16,7 +16,6 @@ import Synchronization
 /// on the multi handle, and `release()` runs `curl_easy_cleanup` before the table drops it.
 final class CurlEasyHandle {
     let transfer: HTTPTransfer
-    let attempt: Int
     let raw: UnsafeMutableRawPointer
 
     private let counters: HTTPCounters
@@ -39,12 +38,11 @@ final class CurlEasyHandle {
     static let maximumHeaderBytes = 256 * 1024
 
     private init(
-        raw: UnsafeMutableRawPointer, transfer: HTTPTransfer, attempt: Int, maximumBodyBytes: Int,
+        raw: UnsafeMutableRawPointer, transfer: HTTPTransfer, maximumBodyBytes: Int,
         counters: HTTPCounters
     ) {
         self.raw = raw
         self.transfer = transfer
-        self.attempt = attempt
         self.maximumBodyBytes = maximumBodyBytes
         self.counters = counters
         let body = transfer.request.body
@@ -58,16 +56,16 @@ final class CurlEasyHandle {
 
     deinit { release() }
 
-    /// A configured easy handle for `attempt` of `transfer`, not yet on the multi handle.
+    /// A configured easy handle for `transfer`, not yet on the multi handle.
     static func make(
-        for transfer: HTTPTransfer, attempt: Int, timeout: Duration, settings: CurlMultiLoop.Settings,
+        for transfer: HTTPTransfer, timeout: Duration, settings: CurlMultiLoop.Settings,
         counters: HTTPCounters
     ) throws(HTTPClientError) -> CurlEasyHandle {
         guard let raw = curl_easy_init() else {
             throw HTTPClientError(.other, detail: "curl_easy_init failed (out of memory)")
         }
         let handle = CurlEasyHandle(
-            raw: raw, transfer: transfer, attempt: attempt, maximumBodyBytes: settings.maximumResponseBodyBytes,
+            raw: raw, transfer: transfer, maximumBodyBytes: settings.maximumResponseBodyBytes,
             counters: counters)
         do {
             try handle.configure(timeout: timeout, settings: settings)

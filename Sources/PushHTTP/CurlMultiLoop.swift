@@ -239,45 +239,35 @@ final class CurlMultiLoop: Sendable {
     private func add(_ transfer: HTTPTransfer, stopping: Bool, into registry: inout Registry) {
         if stopping {
             transfer.abort(with: .shutdown)
-        } else if let attempt = transfer.willStartAttempt() {
-            launch(transfer, attempt: attempt, into: &registry)
+        } else if transfer.willStart() {
+            launch(transfer, into: &registry)
         }
     }
 
-    /// Puts an attempt on the multi handle; if that fails, completes the transfer (which may
-    /// ask for another attempt).
-    private func launch(_ transfer: HTTPTransfer, attempt firstAttempt: Int, into registry: inout Registry) {
-        var attempt = firstAttempt
-        while true {
-            let failure: HTTPClientError
-            let remaining = transfer.remainingTime
-            if remaining <= .zero {
-                failure = HTTPClientError(.timeout, detail: "the request's timeout was spent before this attempt")
-            } else {
-                do throws(HTTPClientError) {
-                    let handle = try CurlEasyHandle.make(
-                        for: transfer, attempt: attempt, timeout: remaining, settings: settings, counters: counters)
-                    let rc = curl_multi_add_handle(multi.raw, handle.raw)
-                    if rc == CURLM_OK {
-                        registry.insert(handle)
-                        if attempt == 1 {
-                            counters.requestsSent.add(1, ordering: .relaxed)
-                        } else {
-                            counters.retriesPerformed.add(1, ordering: .relaxed)
-                        }
-                        return
-                    }
-                    handle.release()
-                    failure = HTTPClientError(
-                        .other, curlCode: Int(rc.rawValue),
-                        detail: "curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc)))")
-                } catch {
-                    failure = error
+    /// Puts the transfer on the multi handle; if that fails, completes it with the error.
+    private func launch(_ transfer: HTTPTransfer, into registry: inout Registry) {
+        let failure: HTTPClientError
+        let remaining = transfer.remainingTime
+        if remaining <= .zero {
+            failure = HTTPClientError(.timeout, detail: "the request's timeout was spent before it started")
+        } else {
+            do throws(HTTPClientError) {
+                let handle = try CurlEasyHandle.make(for: transfer, timeout: remaining, settings: settings, counters: counters)
+                let rc = curl_multi_add_handle(multi.raw, handle.raw)
+                if rc == CURLM_OK {
+                    registry.insert(handle)
+                    counters.requestsSent.add(1, ordering: .relaxed)
+                    return
                 }
+                handle.release()
+                failure = HTTPClientError(
+                    .other, curlCode: Int(rc.rawValue),
+                    detail: "curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc)))")
+            } catch {
+                failure = error
             }
-            guard let next = transfer.complete(.failure(failure)) else { return }
-            attempt = next
         }
+        transfer.complete(.failure(failure))
     }
 
     /// Fails the transfers whose own deadline passed, whatever libcurl thinks of them: the
@@ -285,7 +275,7 @@ final class CurlMultiLoop: Sendable {
     private func expire(_ registry: inout Registry, at now: ContinuousClock.Instant) {
         for handle in registry.removeExpired(at: now) {
             detach(handle)
-            _ = handle.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout passed")))
+            handle.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout passed")))
         }
     }
 
@@ -295,9 +285,8 @@ final class CurlMultiLoop: Sendable {
         handle.release()
     }
 
-    /// Completes every transfer libcurl has finished; launches the retries they ask for.
+    /// Completes every transfer libcurl has finished.
     private func collectFinished(_ registry: inout Registry) {
-        var retries: [(HTTPTransfer, Int)] = []
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi.raw, &remaining) {
             guard hapi_curl_msg_is_done(message) != 0, let easy = hapi_curl_msg_easy(message) else { continue }
@@ -309,12 +298,7 @@ final class CurlMultiLoop: Sendable {
             }
             let outcome = handle.outcome(code)
             detach(handle)
-            if let next = handle.transfer.complete(outcome) {
-                retries.append((handle.transfer, next))
-            }
-        }
-        for (transfer, attempt) in retries {
-            launch(transfer, attempt: attempt, into: &registry)
+            handle.transfer.complete(outcome)
         }
     }
 }

@@ -160,14 +160,15 @@ final class H2EventLoop: Sendable {
     }
 }
 
-/// The requests of one origin waiting for a stream, oldest first; retries go to the front.
+/// The requests of one origin waiting for a stream, oldest first; one taken back (its stream
+/// could not start) goes to the front.
 typealias H2PendingQueue = PushFIFO<H2PendingEntry>
 
 /// One request waiting for a stream of its origin.
 struct H2PendingEntry {
     let transfer: HTTPTransfer
-    /// Nil for a first attempt not yet taken from the queue; the attempt number of a retry.
-    var attempt: Int?
+    /// Taken from the queue once already (running): not started a second time.
+    var started: Bool
 }
 
 /// One origin's connections and queue, under one address policy: a request never rides a

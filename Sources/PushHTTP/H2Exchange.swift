@@ -1,11 +1,10 @@
 import CHapiNghttp2
 
-/// One attempt of one request on one HTTP/2 stream: the request body being sent and the
+/// One request on one HTTP/2 stream: the request body being sent and the
 /// response as it arrives. Loop thread only; nghttp2 reaches it through the stream's user data
 /// (unretained: the connection's stream table owns it until the stream closes).
 final class H2Exchange {
     let transfer: HTTPTransfer
-    let attempt: Int
     var streamID: Int32 = 0
     /// The request body and how much of it nghttp2 has taken.
     let body: [UInt8]
@@ -23,9 +22,8 @@ final class H2Exchange {
     /// The transfer's slot was filled already (cancelled or timed out): ignore the close.
     var finished = false
 
-    init(transfer: HTTPTransfer, attempt: Int) {
+    init(transfer: HTTPTransfer) {
         self.transfer = transfer
-        self.attempt = attempt
         self.body = transfer.request.body
     }
 
@@ -39,7 +37,7 @@ final class H2Exchange {
             // RST_STREAM(NO_ERROR) after a complete response only asks us to stop sending.
             return .success(HTTPResponse(status: status, headers: headers, body: responseBody, httpVersion: .http2))
         }
-        if errorCode == 7 {  // REFUSED_STREAM: not processed, safe to retry
+        if errorCode == 7 {  // REFUSED_STREAM: not processed, safe to send again
             return .failure(HTTPClientError(.streamRefused, detail: "the server refused the stream (REFUSED_STREAM)"))
         }
         let name = nghttp2_http2_strerror(errorCode).map { String(cString: $0) } ?? "error \(errorCode)"

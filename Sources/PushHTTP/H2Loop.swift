@@ -140,7 +140,7 @@ final class H2Loop {
                     origin = H2Origin(key: key.origin, addressPolicy: key.addressPolicy, proxy: transfer.proxy, pool: poolSettings)
                     origins[key] = origin
                 }
-                origin.pending.append(.init(transfer: transfer, attempt: nil))
+                origin.pending.append(.init(transfer: transfer, started: false))
             }
         case .cancel(let transfer):
             if let (connection, exchange) = active.removeValue(forKey: ObjectIdentifier(transfer)) {
@@ -168,31 +168,23 @@ final class H2Loop {
                 continue
             }
             guard let entry = origin.pending.popFirst() else { break }
-            let attempt: Int
-            if let retry = entry.attempt {
-                guard entry.transfer.isRunning(attempt: retry) else { continue }
-                attempt = retry
+            if entry.started {
+                guard entry.transfer.isRunning else { continue }
             } else {
-                guard let first = entry.transfer.willStartAttempt() else { continue }
-                attempt = first
+                guard entry.transfer.willStart() else { continue }
             }
             if entry.transfer.remainingTime <= .zero {
-                _ = entry.transfer.complete(
-                    .failure(HTTPClientError(.timeout, detail: "the request's timeout was spent before it got a stream")))
+                entry.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout was spent before it got a stream")))
                 continue
             }
-            let exchange = H2Exchange(transfer: entry.transfer, attempt: attempt)
+            let exchange = H2Exchange(transfer: entry.transfer)
             if connection.submit(exchange) {
                 active[ObjectIdentifier(entry.transfer)] = (connection, exchange)
                 counters.liveExchanges.add(1, ordering: .relaxed)
-                if attempt == 1 {
-                    counters.requestsSent.add(1, ordering: .relaxed)
-                } else {
-                    counters.retriesPerformed.add(1, ordering: .relaxed)
-                }
+                counters.requestsSent.add(1, ordering: .relaxed)
             } else {
                 // The connection cannot start streams any more (it is now draining): try the next.
-                origin.pending.prepend(.init(transfer: entry.transfer, attempt: attempt))
+                origin.pending.prepend(.init(transfer: entry.transfer, started: true))
             }
         }
         if !origin.pending.isEmpty, origin.pool.shouldOpenConnection(now: now) {
@@ -226,7 +218,7 @@ final class H2Loop {
     }
 
     /// An open connection broke. Requests it had sent may have been processed: they fail
-    /// with `error`; requests it never sent are retried (once) elsewhere.
+    /// with `error`; requests it never sent fail `.streamRefused` (safe to send again).
     func connectionLost(_ connection: H2Connection, _ error: HTTPClientError) {
         guard connection.state == .open else {
             connectionFailed(connection, error)
@@ -250,9 +242,7 @@ final class H2Loop {
             } else {
                 result = .failure(exchange.failure ?? error)
             }
-            if let next = exchange.transfer.complete(result) {
-                origin.pending.prepend(.init(transfer: exchange.transfer, attempt: next))
-            }
+            exchange.transfer.complete(result)
         }
     }
 
@@ -269,7 +259,7 @@ final class H2Loop {
         origin.pool.connectionClosed(connection.id)
         connection.close()
         for entry in origin.pending.takeAll() {
-            if entry.attempt == nil {
+            if !entry.started {
                 entry.transfer.reroute(to: settings.fallback)
             } else {
                 entry.transfer.abort(with: HTTPClientError(.connectionLost, detail: "the server stopped offering HTTP/2"))
@@ -288,8 +278,8 @@ final class H2Loop {
             let announced = nghttp2_session_get_remote_settings(connection.session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
             connection.origin.pool.settingsReceived(connection.id, maximumConcurrentStreams: announced)
         case UInt8(NGHTTP2_GOAWAY.rawValue):
-            // Streams above last-stream-id are closed by nghttp2 as REFUSED_STREAM (retried on a
-            // new connection); the others finish here.
+            // Streams above last-stream-id are closed by nghttp2 as REFUSED_STREAM (reported
+            // `.streamRefused`: the provider layer sends them again); the others finish here.
             connection.origin.pool.stopNewStreams(connection.id)
         case UInt8(NGHTTP2_PING.rawValue) where flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
             connection.origin.pool.pingAnswered(connection.id)
@@ -343,9 +333,7 @@ final class H2Loop {
         counters.liveExchanges.subtract(1, ordering: .relaxed)
         guard !exchange.finished else { return }
         active[ObjectIdentifier(exchange.transfer)] = nil
-        if let next = exchange.transfer.complete(exchange.result(errorCode: errorCode)) {
-            connection.origin.pending.prepend(.init(transfer: exchange.transfer, attempt: next))
-        }
+        exchange.transfer.complete(exchange.result(errorCode: errorCode))
     }
 
     /// Resets the stream; its result (`error`) is delivered when nghttp2 closes it.
@@ -409,7 +397,7 @@ final class H2Loop {
                     exchange.finished = true
                     active[ObjectIdentifier(exchange.transfer)] = nil
                     connection.reset(exchange)
-                    _ = exchange.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout passed")))
+                    exchange.transfer.complete(.failure(HTTPClientError(.timeout, detail: "the request's timeout passed")))
                 }
             case .closed:
                 break

@@ -33,10 +33,9 @@ import Synchronization
 package final class HTTPClient: Sendable {
     /// What the client has done so far.
     package struct Statistics: Sendable, Hashable {
-        /// Requests whose first attempt was handed to an engine.
+        /// Requests handed to an engine's wire (the client sends each once: resending a
+        /// refused one is the provider layer's).
         package var requestsSent: Int
-        /// Additional attempts after a refused stream.
-        package var retriesPerformed: Int
         /// HTTP/2 connections of the nghttp2 engine open now.
         package var openHTTP2Connections: Int
         /// Host names the HTTP/2 engine looked up (libcurl and proxies resolve their own).
@@ -256,7 +255,6 @@ package final class HTTPClient: Sendable {
     package var statistics: Statistics {
         Statistics(
             requestsSent: counters.requestsSent.load(ordering: .relaxed),
-            retriesPerformed: counters.retriesPerformed.load(ordering: .relaxed),
             openHTTP2Connections: counters.openH2Connections.load(ordering: .relaxed),
             hostLookups: h2.settings.resolver.lookups.load(ordering: .relaxed))
     }

@@ -55,7 +55,8 @@ package struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// or may not have acted on it.
     package static let connectionLost = HTTPClientError(.connectionLost)
     /// The server refused the stream (HTTP/2 REFUSED_STREAM, or GOAWAY before processing it)
-    /// even after the automatic retry: the request was not processed, it is safe to retry.
+    /// or the request never left before its connection closed: it was not processed, so it is
+    /// safe to send again (the client never does; the provider layer's exchanges do, once).
     package static let streamRefused = HTTPClientError(.streamRefused)
     /// The calling task was cancelled; the transfer was aborted.
     package static let cancelled = HTTPClientError(.cancelled)

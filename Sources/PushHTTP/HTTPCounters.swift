@@ -8,8 +8,6 @@ final class HTTPCounters: Sendable {
     let liveExchanges = Atomic<Int>(0)
     /// HTTP/2 connections of the nghttp2 engine that completed their handshake and are open.
     let openH2Connections = Atomic<Int>(0)
-    /// Requests whose first attempt was handed to an engine's wire.
+    /// Requests handed to an engine's wire.
     let requestsSent = Atomic<Int>(0)
-    /// Further attempts after a refused stream.
-    let retriesPerformed = Atomic<Int>(0)
 }

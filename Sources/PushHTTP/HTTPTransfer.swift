@@ -42,7 +42,7 @@ final class HTTPTransfer: Sendable {
 
     init(
         request: HTTPClientRequest, proxy: HTTPProxy? = nil, deadline: ContinuousClock.Instant, batch: HTTPBatch? = nil, index: Int = 0,
-        engine: Engine, maximumAttempts: Int = 2
+        engine: Engine
     ) {
         self.request = request
         self.proxy = proxy
@@ -50,7 +50,7 @@ final class HTTPTransfer: Sendable {
         self.batch = batch
         self.index = index
         self.initialEngine = engine
-        self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(maximumAttempts: maximumAttempts), engine: engine))
+        self.locked = Locked(Guarded(machine: HTTPTransferStateMachine(), engine: engine))
     }
 
     /// Set before `begin`, so a transfer that fails at once finds its caller.
@@ -68,7 +68,7 @@ final class HTTPTransfer: Sendable {
         }
     }
 
-    /// What is left of the request's timeout (for a retry); zero or negative when spent.
+    /// What is left of the request's timeout; zero or negative when spent.
     var remainingTime: Duration { ContinuousClock.now.duration(to: deadline) }
 
     /// Marks the transfer started. False when it must not be submitted (it was cancelled
@@ -111,34 +111,31 @@ final class HTTPTransfer: Sendable {
         if !accepted { submitFailed() }
     }
 
-    /// Engine thread: the attempt to run now, or nil (and the slot filled if need be) when
-    /// the transfer must not run.
-    func willStartAttempt() -> Int? {
+    /// Engine thread: whether to run the transfer now; false (and the slot filled if need be)
+    /// when it must not run.
+    func willStart() -> Bool {
         let action = locked.withLock { $0.machine.willStartAttempt() }
         switch action {
-        case .start(let attempt):
-            return attempt
+        case .start:
+            return true
         case .fail(let error):
             deliver(.failure(error))
-            return nil
+            return false
         case .drop:
-            return nil
+            return false
         }
     }
 
-    /// Engine thread: whether a retry taken from a queue is still wanted (not cancelled or
-    /// timed out meanwhile).
-    func isRunning(attempt: Int) -> Bool {
-        locked.withLock { $0.machine.state == .running(attempt: attempt) }
+    /// Engine thread: whether a transfer taken back into a queue is still wanted (not
+    /// cancelled or timed out meanwhile).
+    var isRunning: Bool {
+        locked.withLock { $0.machine.state == .running }
     }
 
-    /// Engine thread: an attempt ended. Returns the next attempt when the request is to be
-    /// retried; otherwise the slot has been filled.
-    func complete(_ result: Result<HTTPResponse, HTTPClientError>) -> Int? {
+    /// Engine thread: the transfer ended; its slot is filled (unless it was already).
+    func complete(_ result: Result<HTTPResponse, HTTPClientError>) {
         let action = locked.withLock { $0.machine.completed(result.map { _ in () }) }
         switch action {
-        case .retry(let attempt):
-            return attempt
         case .succeed:
             deliver(result)
         case .fail(let error):
@@ -146,7 +143,6 @@ final class HTTPTransfer: Sendable {
         case .drop:
             break
         }
-        return nil
     }
 
     /// Engine thread: the transfer was removed without a result (cancel processed, timeout

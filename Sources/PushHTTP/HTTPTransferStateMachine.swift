@@ -2,11 +2,15 @@
 /// so every transition is testable on its own. `HTTPTransfer` keeps one under its lock and
 /// performs the actions it returns; exactly one action per transfer resumes the caller.
 ///
+/// One attempt per transfer: the client retries nothing. A stream the server refused unprocessed
+/// ends `.streamRefused`, and whoever knows whether a resend is wanted (the provider layer's
+/// exchange: `ProviderCall`, `RelayExchange`) sends it again.
+///
 /// ```
-/// initialized ──start──▶ queued(1) ─willStart─▶ running(n) ──completed──▶ finished
-///      │                    │                     │  ▲ └─ refused, n < max: retry ─┘
-///    cancel               cancel                cancel
-///      ▼                    ▼                     ▼
+/// initialized ──start──▶ queued ─willStart─▶ running ──completed──▶ finished
+///      │                    │                  │
+///    cancel               cancel             cancel
+///      ▼                    ▼                  ▼
 /// cancelledBeforeStart ─start─▶ finished    cancelling ──aborted / completed──▶ finished
 /// ```
 struct HTTPTransferStateMachine: Sendable {
@@ -16,9 +20,9 @@ struct HTTPTransferStateMachine: Sendable {
         /// The task was cancelled before the transfer was handed to the loop.
         case cancelledBeforeStart
         /// In the loop's command queue.
-        case queued(attempt: Int)
-        /// An engine is running this attempt (a libcurl easy handle or an HTTP/2 stream).
-        case running(attempt: Int)
+        case queued
+        /// An engine is running it (a libcurl easy handle or an HTTP/2 stream).
+        case running
         /// The task was cancelled; the loop has been asked to abort the transfer.
         case cancelling
         /// The caller has been (or is being) resumed. Every later event is ignored.
@@ -39,8 +43,8 @@ struct HTTPTransferStateMachine: Sendable {
     }
 
     enum AttemptAction: Sendable, Equatable {
-        /// Run this attempt (an easy handle, or a stream).
-        case start(attempt: Int)
+        /// Run it (an easy handle, or a stream).
+        case start
         /// Resume the caller with this error; start nothing.
         case fail(HTTPClientError)
         /// Already finished: start nothing, resume nobody.
@@ -50,25 +54,19 @@ struct HTTPTransferStateMachine: Sendable {
     enum CompletionAction: Sendable, Equatable {
         case succeed
         case fail(HTTPClientError)
-        /// The request was refused unprocessed: run it again as this attempt.
-        case retry(attempt: Int)
         /// Already finished: resume nobody.
         case drop
     }
 
-    /// One try plus one retry of a refused stream.
-    let maximumAttempts: Int
     private(set) var state: State = .initialized
 
-    init(maximumAttempts: Int = 2) {
-        self.maximumAttempts = max(1, maximumAttempts)
-    }
+    init() {}
 
     /// `send` hands the transfer to the loop.
     mutating func start() -> StartAction {
         switch state {
         case .initialized:
-            state = .queued(attempt: 1)
+            state = .queued
             return .submit
         case .cancelledBeforeStart:
             state = .finished
@@ -107,9 +105,9 @@ struct HTTPTransferStateMachine: Sendable {
     /// The loop picked the transfer from its queue.
     mutating func willStartAttempt() -> AttemptAction {
         switch state {
-        case .queued(let attempt):
-            state = .running(attempt: attempt)
-            return .start(attempt: attempt)
+        case .queued:
+            state = .running
+            return .start
         case .cancelling:
             state = .finished
             return .fail(.cancelled)
@@ -118,24 +116,17 @@ struct HTTPTransferStateMachine: Sendable {
         }
     }
 
-    /// An engine finished an attempt, or setting it up failed.
+    /// An engine finished the attempt, or setting it up failed.
     ///
     /// Cancelled meanwhile: a response still counts (the server answered); a failure becomes
-    /// `.cancelled` because it may be the abort itself, and nothing is retried.
+    /// `.cancelled` because it may be the abort itself.
     mutating func completed(_ outcome: Result<Void, HTTPClientError>) -> CompletionAction {
         switch state {
-        case .running(let attempt):
+        case .running:
+            state = .finished
             switch outcome {
-            case .success:
-                state = .finished
-                return .succeed
-            case .failure(let error):
-                if Self.isRetryable(error), attempt < maximumAttempts {
-                    state = .running(attempt: attempt + 1)
-                    return .retry(attempt: attempt + 1)
-                }
-                state = .finished
-                return .fail(error)
+            case .success: return .succeed
+            case .failure(let error): return .fail(error)
             }
         case .cancelling:
             state = .finished
@@ -158,10 +149,5 @@ struct HTTPTransferStateMachine: Sendable {
         case .initialized, .cancelledBeforeStart, .finished:
             return false
         }
-    }
-
-    /// Only a refusal guarantees the server did not act on the request.
-    static func isRetryable(_ error: HTTPClientError) -> Bool {
-        error == .streamRefused
     }
 }

@@ -4,7 +4,10 @@ import PushTransports
 
 /// The relay's way of sending a provider request: one try on the shared HTTP/2 client within
 /// what is left of the push's deadline (none left: `timeout`, nothing sent). No retries, no
-/// backoff: the relay does not queue, the hub that asked is the one that retries.
+/// backoff: the relay does not queue, the hub that asked is the one that retries. The one
+/// exception is a stream the provider refused unprocessed (REFUSED_STREAM, or above a GOAWAY's
+/// last stream): it is sent once more at once, within the same deadline, since it cannot have
+/// been delivered (the HTTP client itself resends nothing).
 struct RelayExchange: ProviderExchange {
     let client: HTTPClient
     let deadline: ContinuousClock.Instant
@@ -12,16 +15,22 @@ struct RelayExchange: ProviderExchange {
     func exchange(_ request: HTTPRequest, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
         let clock = ContinuousClock()
         let start = clock.now
-        let remaining = deadline - start
-        guard remaining > .milliseconds(1) else { return .declined(.timeout) }
-        var request = request
-        request.timeout = remaining
-        let answer: ProviderAnswer
-        do {
-            answer = parse(try await client.send(request))
-        } catch {
-            answer = error.unanswered
+        var attempts = 0
+        var answer = ProviderAnswer.unanswered(.timeout, notProcessed: true)
+        while attempts < 2 {
+            let remaining = deadline - clock.now
+            guard remaining > .milliseconds(1) else { break }
+            var request = request
+            request.timeout = remaining
+            attempts += 1
+            do {
+                answer = parse(try await client.send(request))
+            } catch {
+                answer = error.unanswered
+            }
+            guard answer.isRefusedStream, !Task.isCancelled else { break }
         }
-        return ProviderExchangeResult(answer: answer, attempts: 1, latency: start.duration(to: clock.now))
+        if attempts == 0 { return .declined(.timeout) }
+        return ProviderExchangeResult(answer: answer, attempts: attempts, latency: start.duration(to: clock.now))
     }
 }

@@ -52,12 +52,22 @@ package actor FCMAccessTokenProvider {
             method: .post, url: account.tokenURI, headers: ["content-type": FCMOAuth.contentType], body: FCMOAuth.form(assertion: assertion))
         let response: HTTPResponse
         do {
-            response = try await client.send(request)
+            response = try await Self.send(request, over: client)
         } catch {
             throw FCMAuthError(message: "token endpoint unreachable: \(error)")
         }
         let (token, lifetime) = try FCMOAuth.parse(status: response.status, body: response.body, assertion: assertion)
         cached = (token, now() + lifetime)
         return token
+    }
+
+    /// Sends the token request, once more if the server refused its stream unprocessed (the
+    /// HTTP client resends nothing itself).
+    private static func send(_ request: HTTPRequest, over client: HTTPClient) async throws(HTTPClientError) -> HTTPResponse {
+        do {
+            return try await client.send(request)
+        } catch where error == .streamRefused && !Task.isCancelled {
+            return try await client.send(request)
+        }
     }
 }

@@ -5,6 +5,11 @@ import PushSync
 /// One provider request with everything around it that every channel shares (through
 /// `DeliveryPipeline`): the endpoint backoff, the retry policy, the in-flight gauge, the mapping
 /// of network errors, and the latency.
+///
+/// The hub's one retry layer: the HTTP client sends each request once. A stream the server
+/// refused unprocessed (REFUSED_STREAM, above a GOAWAY's last stream, or never sent before its
+/// connection closed) is sent again here at once, once per push whatever the policy, since it
+/// cannot have been delivered; every other resend is the policy's.
 struct ProviderCall: Sendable {
     let client: HTTPClient
     let policy: PushRetryPolicy
@@ -50,7 +55,8 @@ struct ProviderCall: Sendable {
             // The latency runs from the chunk's submission: the outcome's own.
             let (answer, _) = call.read(outcome.result, attemptStartedAt: startedAt, startedAt: startedAt, parse: parse)
             let latency = outcome.elapsed
-            return (ProviderExchangeResult(answer: answer, attempts: 1, latency: latency), call.retryDelay(answer, attempt: 1, latency: latency) != nil)
+            let retries = call.retryDelay(answer, attempt: 1, latency: latency, refusedResent: false) != nil
+            return (ProviderExchangeResult(answer: answer, attempts: 1, latency: latency), retries)
         }
 
         /// The attempts after a first one that `read(first:)` said the policy retries.
@@ -82,6 +88,7 @@ struct ProviderCall: Sendable {
         firstOutcome: Result<HTTPResponse, HTTPClientError>?, parse: (HTTPResponse) -> ProviderAnswer
     ) async -> ProviderExchangeResult {
         var attempt = 0
+        var refusedResent = false
         while true {
             attempt += 1
             // The first attempt belongs to its batch; a retry starts on its own.
@@ -99,9 +106,10 @@ struct ProviderCall: Sendable {
                 inFlight?.decrement(by: 1)
             }
             let (answer, latency) = read(outcome, attemptStartedAt: attemptStart, startedAt: start, parse: parse)
-            if let delay = retryDelay(answer, attempt: attempt, latency: latency) {
+            if let delay = retryDelay(answer, attempt: attempt, latency: latency, refusedResent: refusedResent) {
+                if answer.isRefusedStream { refusedResent = true }
                 do {
-                    try await Task.sleep(for: delay)
+                    if delay > .zero { try await Task.sleep(for: delay) }
                     continue
                 } catch {}  // cancelled: keep the last answer
             }
@@ -126,11 +134,19 @@ struct ProviderCall: Sendable {
         }
     }
 
-    /// How long to wait before sending again, or nil when this answer is final.
-    private func retryDelay(_ answer: ProviderAnswer, attempt: Int, latency: Duration) -> Duration? {
+    /// How long to wait before sending again, or nil when this answer is final. A refused
+    /// stream goes again at once the first time, whatever the policy.
+    private func retryDelay(_ answer: ProviderAnswer, attempt: Int, latency: Duration, refusedResent: Bool) -> Duration? {
         guard HubAnswerPolicy.mayRetry(answer), !Task.isCancelled else { return nil }
+        if answer.isRefusedStream, !refusedResent { return .zero }
         return policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter)
     }
+}
+
+extension ProviderAnswer {
+    /// The server refused the stream unprocessed (`HTTPClientError.streamRefused`): sending it
+    /// again cannot deliver twice. The hub's and the relay's exchanges resend it once.
+    package var isRefusedStream: Bool { reason == .streamRefused }
 }
 
 extension HTTPClientError {

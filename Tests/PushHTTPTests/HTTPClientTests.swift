@@ -305,23 +305,27 @@ import PushPlatform
 
     // MARK: - Refused streams
 
-    @Test func goawayMidFlightIsRetriedOnceOnANewConnection() async throws {
+    @Test func goawayMidFlightIsReportedRefusedAndTheResendTakesANewConnection() async throws {
         let server = try LoopbackServer(transport: .tls) { request in
             request.connectionID == 1 ? .action(.goaway()) : Self.echo(request)
         }
         defer { server.stop() }
         let client = try HTTPClient(configuration: Self.trusting(server))
+        let request = HTTPRequest(method: .post, url: server.baseURL + "/g", body: [42])
 
-        let response = try await client.send(HTTPRequest(method: .post, url: server.baseURL + "/g", body: [42]))
+        // The client sends once: a stream above the GOAWAY's last stream id is refused, unprocessed.
+        #expect(await client.result(request).failure == .streamRefused)
+        #expect(server.connectionsAccepted == 1)
+        let response = try await client.send(request)
         #expect(response.status == 200)
         #expect(response.body == [42])
         #expect(response.headers.first(name: "x-connection") == "2")
         #expect(server.connectionsAccepted == 2)
-        #expect(client.statistics.retriesPerformed == 1)
+        #expect(client.statistics.requestsSent == 2)
         await client.shutdown()
     }
 
-    @Test func goawayWithManyStreamsInFlightRetriesEachOnce() async throws {
+    @Test func goawayWithManyStreamsInFlightRefusesThemAndEachResendIsAnswered() async throws {
         let server = try LoopbackServer(transport: .tls) { request in
             request.connectionID == 1 ? .action(.goaway(), delayMilliseconds: 50) : Self.echo(request)
         }
@@ -330,34 +334,40 @@ import PushPlatform
         configuration.maximumConnectionsPerHost = 1
         let client = try HTTPClient(configuration: configuration)
 
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+        // Every stream on connection 1 is answered with GOAWAY: each is refused unprocessed (or
+        // answered, if it arrived after the GOAWAY and rode connection 2). A resend of each
+        // refused one is answered on connection 2.
+        let statuses = await withTaskGroup(of: Int.self) { group in
             for id in 0..<50 {
                 group.addTask {
-                    try await client.send(HTTPRequest(url: server.baseURL + "/g/\(id)")).status
+                    let request = HTTPRequest(url: server.baseURL + "/g/\(id)")
+                    switch await client.result(request) {
+                    case .success(let response): return response.status
+                    case .failure(let error):
+                        guard error == .streamRefused else { return -1 }
+                        return (try? await client.send(request).status) ?? -2
+                    }
                 }
             }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 50))
         #expect(server.connectionsAccepted == 2)
-        // Streams above the GOAWAY's last-stream-id are refused; libcurl retries some of them
-        // itself (those nghttp2 reports as REFUSED_STREAM), this client the rest, once each.
-        #expect(client.statistics.retriesPerformed <= 50)
         await client.shutdown()
     }
 
-    @Test func goawayOnEveryConnectionFailsAfterOneRetry() async throws {
+    @Test func goawayOnEveryConnectionIsReportedRefusedAfterOneTry() async throws {
         let server = try LoopbackServer(transport: .tls) { _ in .action(.goaway()) }
         defer { server.stop() }
         let client = try HTTPClient(configuration: Self.trusting(server))
         let result = await client.result(HTTPRequest(url: server.baseURL + "/"))
         #expect(result.failure == .streamRefused)
-        #expect(server.connectionsAccepted == 2)  // one try, one retry: no more
-        #expect(client.statistics.retriesPerformed == 1)
+        #expect(server.connectionsAccepted == 1)  // one try: the client resends nothing
+        #expect(client.statistics.requestsSent == 1)
         await client.shutdown()
     }
 
-    @Test func refusedStreamIsRetried() async throws {
+    @Test func aRefusedStreamIsReportedAndItsResendReusesTheConnection() async throws {
         let count = Locked(0)
         let server = try LoopbackServer(transport: .tls) { request in
             let n = count.withLock {
@@ -368,12 +378,13 @@ import PushPlatform
         }
         defer { server.stop() }
         let client = try HTTPClient(configuration: Self.trusting(server))
-        let response = try await client.send(HTTPRequest(method: .post, url: server.baseURL + "/r", body: [9]))
+        let request = HTTPRequest(method: .post, url: server.baseURL + "/r", body: [9])
+        #expect(await client.result(request).failure == .streamRefused)
+        let response = try await client.send(request)
         #expect(response.status == 200)
         #expect(response.body == [9])
         #expect(server.requestsHandled == 2)  // refused once, then processed
-        #expect(client.statistics.retriesPerformed == 1)
-        // REFUSED_STREAM refuses a stream, not the connection: the retry reuses it.
+        // REFUSED_STREAM refuses a stream, not the connection: the resend reuses it.
         #expect(server.connectionsAccepted == 1)
         await client.shutdown()
     }
@@ -387,8 +398,7 @@ import PushPlatform
         defer { server.stop() }
         let client = try HTTPClient(configuration: Self.trusting(server))
         let result = await client.result(HTTPRequest(url: server.baseURL + "/partial"))
-        #expect(result.failure == .connectionLost)
-        #expect(client.statistics.retriesPerformed == 0)  // it may have been processed: no retry
+        #expect(result.failure == .connectionLost)  // it may have been processed: never "refused"
         await client.shutdown()
     }
 
@@ -553,7 +563,6 @@ import PushPlatform
         #expect(failures == 0)
         #expect(server.requestsHandled == total + 1)
         #expect(client.statistics.requestsSent == total + 1)
-        #expect(client.statistics.retriesPerformed == 0)
         #expect(client.liveRequestCount == 0)
         #expect(server.connectionsAccepted == 1)
         #expect(server.openConnections == 1)
@@ -577,7 +586,7 @@ import PushPlatform
         let total = 2_500
         let failures = try await Self.sendAll(total, window: 100, with: client, to: server.baseURL + "/rst")
         print(
-            "reset-rate GOAWAYs: \(total) requests, \(server.connectionsAccepted) connections, \(server.requestsHandled) handled, retries \(client.statistics.retriesPerformed)"
+            "reset-rate GOAWAYs: \(total) requests, \(server.connectionsAccepted) connections, \(server.requestsHandled) handled"
         )
         #expect(failures == 0)
         #expect(server.requestsHandled >= total)  // libcurl may resend a request it lost with its connection
@@ -703,7 +712,7 @@ extension Result where Failure == HTTPClientError {
     @Test func successRunsOnce() {
         var machine = Machine()
         #expect(machine.start() == .submit)
-        #expect(machine.willStartAttempt() == .start(attempt: 1))
+        #expect(machine.willStartAttempt() == .start)
         #expect(machine.completed(.success(())) == .succeed)
         #expect(machine.state == .finished)
         // Nothing resumes twice.
@@ -712,18 +721,9 @@ extension Result where Failure == HTTPClientError {
         #expect(machine.cancel() == .none)
     }
 
-    @Test func refusedStreamIsRetriedExactlyOnce() {
-        var machine = Machine()
-        _ = machine.start()
-        _ = machine.willStartAttempt()
-        #expect(machine.completed(.failure(.streamRefused)) == .retry(attempt: 2))
-        #expect(machine.state == .running(attempt: 2))
-        #expect(machine.completed(.failure(.streamRefused)) == .fail(.streamRefused))
-        #expect(machine.state == .finished)
-    }
-
-    @Test func otherFailuresAreNeverRetried() {
-        for error in [HTTPClientError.connectionLost, .timeout, .tlsFailure, .responseTooLarge, .connectionRefused] {
+    @Test func theClientRetriesNothingNotEvenARefusedStream() {
+        // The provider layer resends a refused stream (ProviderCall, RelayExchange): one layer.
+        for error in [HTTPClientError.streamRefused, .connectionLost, .timeout, .tlsFailure, .responseTooLarge, .connectionRefused] {
             var machine = Machine()
             _ = machine.start()
             _ = machine.willStartAttempt()

@@ -200,6 +200,32 @@ import Testing
         #expect(android.json?["code"] == "upstream")
     }
 
+    @Test func aStreamTheProviderRefusedIsSentOnceMoreWithinThePush() async throws {
+        // REFUSED_STREAM proves Apple did not act on it, and the HTTP client resends nothing:
+        // the relay's exchange sends it once more, and only once.
+        let relay = try RelayFixture()
+        let seen = Locked(0)
+        relay.providers.apns.respond { _ in
+            let n = seen.withLock {
+                $0 += 1
+                return $0
+            }
+            return n == 1 ? .action(.resetStream(errorCode: 7)) : .json("")
+        }
+        let resent = try await relay.push(iosPush())
+        #expect(resent.status == 200)
+        #expect(seen.withLock { $0 } == 2)
+        relay.providers.apns.respond { _ in
+            seen.withLock { $0 += 1 }
+            return .action(.resetStream(errorCode: 7))
+        }
+        let refused = try await relay.push(iosPush(token: String(repeating: "cd", count: 32)))
+        await relay.stop()
+        #expect(refused.status == 502)
+        #expect(refused.json?["code"] == "upstream")
+        #expect(seen.withLock { $0 } == 4, "refused twice: no third try")
+    }
+
     @Test func providersNeverAllowMoreThanOneRequestPerPush() async throws {
         // No queue and no retry beyond the token refresh: a 503 is answered 502 after one try.
         let relay = try RelayFixture()

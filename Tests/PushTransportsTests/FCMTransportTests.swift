@@ -123,6 +123,22 @@ func plaintextDelivery(_ target: PushDelivery.Target = .androidPhone, token: Str
         #expect(await tokens.exchangeCount == 1)
     }
 
+    @Test func aTokenRequestWhoseStreamWasRefusedIsSentOnceMore() async throws {
+        // The HTTP client resends nothing; a refused stream was not processed, so the token
+        // exchange sends it again once (and no more).
+        let seen = Locked(0)
+        let fixture = try FCMFixture(respond: FCMFixture.google(token: {
+            let n = seen.withLock {
+                $0 += 1
+                return $0
+            }
+            return n == 1 ? .action(.resetStream(errorCode: 7)) : .json(#"{"access_token":"ya29.second","expires_in":3599}"#)
+        }))
+        #expect(try await fixture.tokens.token() == "ya29.second")
+        #expect(seen.withLock { $0 } == 2)
+        await fixture.stand.shutdown()
+    }
+
     @Test func oauthFailureFailsTheBatchOnce() async throws {
         let fixture = try FCMFixture(respond: FCMFixture.google(token: {
             .text(status: 400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)

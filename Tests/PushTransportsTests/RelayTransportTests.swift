@@ -1,5 +1,6 @@
 import PushEnvelope
 import PushLoopbackServer
+import PushSync
 import PushTestSupport
 import Testing
 
@@ -122,6 +123,33 @@ import Testing
         #expect(limited.attempts == 3)
         #expect(clock.now - start >= .seconds(2))
         await stand.shutdown()
+    }
+
+    @Test func aRefusedStreamIsSentOnceMoreWhateverThePolicy() async throws {
+        // REFUSED_STREAM (or a stream above a GOAWAY's last one) was not processed, and the HTTP
+        // client resends nothing: ProviderCall sends it again once, even with no retry policy.
+        let seen = Locked(0)
+        let stand = try StandIn { _ in
+            let n = seen.withLock {
+                $0 += 1
+                return $0
+            }
+            return n == 1 ? .action(.resetStream(errorCode: 7)) : .json(#"{"ok":true}"#)
+        }
+        let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client)
+        let resent = try #require(await relay.send([envelopeDelivery()]).first)
+        #expect(resent.outcome == .sent)
+        #expect(resent.attempts == 2)
+        stand.server.respond { _ in
+            seen.withLock { $0 += 1 }
+            return .action(.resetStream(errorCode: 7))
+        }
+        let refused = try #require(await relay.send([envelopeDelivery()]).first)
+        await stand.shutdown()
+        #expect(refused.outcome == .failed, "refused twice: never a verdict on the token")
+        #expect(refused.reasonText == "stream_refused")
+        #expect(refused.attempts == 2)
+        #expect(seen.withLock { $0 } == 4)
     }
 
     @Test func logsCarryTheFingerprintNeverTheToken() async throws {
