@@ -35,10 +35,10 @@ final class H2EventLoop: Sendable {
         var resolver: HTTPResolver
         /// Where proxy tunnels are opened (never on the resolver's threads).
         var tunnels = ProxyTunnelOpener()
-        /// Where requests to an origin that does not negotiate `h2` go.
-        var fallback: CurlMultiLoop
-        /// Told once per origin found not to speak HTTP/2, so later requests skip this engine.
-        var originLacksHTTP2: @Sendable (HTTPOrigin) -> Void
+        /// Told once per origin found not to speak HTTP/2 (ALPN chose `http/1.1`), with its
+        /// requests not yet started: the client sends them, and later ones, by another engine.
+        /// This engine knows no other: the choice is the client's (`HTTPClient`).
+        var originLacksHTTP2: @Sendable (HTTPOrigin, [HTTPTransfer]) -> Void
     }
 
     private enum Phase: Sendable {

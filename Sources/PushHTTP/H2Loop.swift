@@ -251,21 +251,23 @@ final class H2Loop {
         connectionLost(connection, HTTPClientError(.connectionLost, detail: "the connection closed"))
     }
 
-    /// ALPN chose `http/1.1` (or nothing): this origin goes to libcurl from now on.
+    /// ALPN chose `http/1.1` (or nothing): the origin's requests not yet started go back to
+    /// the client, which sends them (and later ones) by another engine.
     func originLacksHTTP2(_ connection: H2Connection) {
         let origin = connection.origin
-        settings.originLacksHTTP2(origin.key)
         connections[connection.id] = nil
         origin.pool.connectionClosed(connection.id)
         connection.close()
+        var handedBack: [HTTPTransfer] = []
         for entry in origin.pending.takeAll() {
             if !entry.started {
-                entry.transfer.reroute(to: settings.fallback)
+                handedBack.append(entry.transfer)
             } else {
                 entry.transfer.abort(with: HTTPClientError(.connectionLost, detail: "the server stopped offering HTTP/2"))
             }
         }
         origins[H2Origin.Key(origin: origin.key, addressPolicy: origin.addressPolicy)] = nil
+        settings.originLacksHTTP2(origin.key, handedBack)
     }
 
     // MARK: - nghttp2 callbacks (inside mem_recv / mem_send)

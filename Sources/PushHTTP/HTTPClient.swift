@@ -91,8 +91,12 @@ package final class HTTPClient: Sendable {
                     pingTimeout: configuration.pingTimeout,
                     tls: tls,
                     resolver: HTTPResolver(override: configuration.resolverOverride),
-                    fallback: curl,
-                    originLacksHTTP2: { origin in learned.withLock { _ = $0.insert(origin) } }),
+                    // The one place an origin changes engine: later requests skip HTTP/2, and
+                    // those it had not started go to libcurl.
+                    originLacksHTTP2: { [curl] origin, unstarted in
+                        learned.withLock { _ = $0.insert(origin) }
+                        for transfer in unstarted { transfer.reroute(to: curl) }
+                    }),
                 counters: counters)
         } catch {
             curl.beginShutdown()

@@ -101,8 +101,9 @@ final class HTTPTransfer: Sendable {
         }
     }
 
-    /// H2 engine thread: the origin does not speak HTTP/2; hand the (still queued) transfer
-    /// to libcurl. Under the lock, so a concurrent cancel goes to whichever engine holds it.
+    /// The origin does not speak HTTP/2 (the H2 engine handed the still-queued transfer back
+    /// to the client): libcurl runs it. Under the lock, so a concurrent cancel goes to whichever
+    /// engine holds it.
     func reroute(to loop: CurlMultiLoop) {
         let accepted = locked.withLock { locked in
             locked.engine = .curl(loop)
