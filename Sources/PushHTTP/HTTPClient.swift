@@ -234,9 +234,10 @@ package final class HTTPClient: Sendable {
         }
     }
 
-    /// An `HTTPRequest`'s URL parsed into origin and path, with its address policy.
+    /// An `HTTPRequest`'s origin and path (parsed from its URL unless they were parsed once
+    /// before, an endpoint's), with its address policy.
     private static func clientRequest(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPClientRequest {
-        let route = try HTTPRoute.parse(request.url)
+        let route = try request.route
         return HTTPClientRequest(
             origin: route.origin, method: request.method, path: route.path, headers: request.headers, body: request.body,
             addressPolicy: request.addressPolicy)

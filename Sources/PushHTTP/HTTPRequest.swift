@@ -7,8 +7,10 @@ package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugString
     package typealias Method = HTTPClientRequest.Method
 
     package var method: Method
-    /// An absolute `http://` or `https://` URL.
-    package var url: String
+    /// Where it goes: a URL text (parsed when it is sent), or an origin parsed once with the
+    /// path (`HTTPEndpoint`: every push to a configured endpoint, never a URL built as text and
+    /// parsed again).
+    private var target: Target
     package var headers: HTTPHeaders
     package var body: [UInt8]
     /// Overrides `HTTPClient.Configuration.requestTimeout` for this request: the whole
@@ -24,15 +26,63 @@ package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugString
         timeout: Duration? = nil, addressPolicy: EndpointAddressPolicy = .any
     ) {
         self.method = method
-        self.url = url
+        self.target = .url(url)
         self.headers = headers
         self.body = body
         self.timeout = timeout
         self.addressPolicy = addressPolicy
     }
 
+    /// A request to an origin parsed once (`HTTPEndpoint.request`): nothing about where it goes
+    /// is parsed when it is sent. The path is checked then, as every request's is.
+    init(method: Method, route: HTTPRoute, headers: HTTPHeaders, body: [UInt8], timeout: Duration?, addressPolicy: EndpointAddressPolicy) {
+        self.method = method
+        self.target = .route(route)
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.addressPolicy = addressPolicy
+    }
+
+    enum Target: Sendable {
+        case url(String)
+        case route(HTTPRoute)
+    }
+
+    /// An absolute `http://` or `https://` URL. Setting it makes the request one to parse.
+    package var url: String {
+        get {
+            switch target {
+            case .url(let text): text
+            case .route(let route): route.origin.description + route.path
+            }
+        }
+        set { target = .url(newValue) }
+    }
+
+    /// Whether it carries an origin parsed before (nothing to parse when it is sent).
+    var carriesRoute: Bool {
+        if case .route = target { return true }
+        return false
+    }
+
+    /// Origin and path: parsed once before (an endpoint's), or now from the URL text.
+    var route: HTTPRoute {
+        get throws(HTTPClientError) {
+            switch target {
+            case .url(let text): try HTTPRoute.parse(text)
+            case .route(let route): route
+            }
+        }
+    }
+
     package var description: String {
-        "\(method) \(Self.redactedOrigin(of: url)) (\(headers.count) headers, \(body.count)-byte body)"
+        let origin: String
+        switch target {
+        case .url(let text): origin = Self.redactedOrigin(of: text)
+        case .route(let route): origin = route.origin.description
+        }
+        return "\(method) \(origin) (\(headers.count) headers, \(body.count)-byte body)"
     }
     package var debugDescription: String { description }
 

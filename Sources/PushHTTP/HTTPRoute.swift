@@ -112,26 +112,32 @@ extension HTTPRoute {
     }
 
     private static func fastParse(_ url: String) -> HTTPRoute? {
-        guard let (prefix, path) = split(url), path.utf8.first == UInt8(ascii: "/"),
+        guard let (prefix, path) = split(url), isPlain(path: path),
             let origin = knownOrigins.withLock({ $0[prefix] })
         else { return nil }
+        return HTTPRoute(origin: origin, path: String(path))
+    }
+
+    /// A path libcurl's parser would keep exactly as it is: starts with `/`, printable ASCII,
+    /// no `%`, `#`, `@` or dot segments (what follows a `?` is not looked at).
+    static func isPlain(path: some StringProtocol) -> Bool {
+        guard path.utf8.first == UInt8(ascii: "/") else { return false }
         var previous: UInt8 = 0
         var dotRun = 0
         for byte in path.utf8 {
             guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: "#"), byte != UInt8(ascii: "@") else {
-                return nil
+                return false
             }
             if byte == UInt8(ascii: "?") { break }  // dots in a query are not segments
             if byte == UInt8(ascii: ".") {
                 dotRun = previous == UInt8(ascii: "/") || dotRun > 0 ? dotRun + 1 : 0
             } else {
-                if byte == UInt8(ascii: "/"), dotRun == 1 || dotRun == 2 { return nil }  // "/./" or "/../"
+                if byte == UInt8(ascii: "/"), dotRun == 1 || dotRun == 2 { return false }  // "/./" or "/../"
                 dotRun = 0
             }
             previous = byte
         }
-        if dotRun == 1 || dotRun == 2 { return nil }  // a trailing "/." or "/.."
-        return HTTPRoute(origin: origin, path: String(path))
+        return !(dotRun == 1 || dotRun == 2)  // a trailing "/." or "/.."
     }
 
     private static func fullParse(_ url: String) throws(HTTPClientError) -> HTTPRoute {

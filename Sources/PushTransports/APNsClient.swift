@@ -10,13 +10,15 @@ package import PushProviders
 /// report means (prune, keep, retry; the relay's status and code) is the caller's policy.
 package struct APNsClient: Sendable {
     /// Scheme and authority, no trailing slash.
-    package let endpoint: String
+    package var endpoint: String { parsedEndpoint.text }
+    /// The endpoint parsed once: each push's request carries its origin.
+    let parsedEndpoint: HTTPEndpoint
     /// `apns-topic`: the app's bundle id.
     package let topic: String
     package let providerToken: APNsProviderToken
 
     package init(endpoint: String, topic: String, providerToken: APNsProviderToken) {
-        self.endpoint = endpoint.droppingTrailingSlashes
+        self.parsedEndpoint = HTTPEndpoint(endpoint)
         self.topic = topic
         self.providerToken = providerToken
     }
@@ -120,7 +122,7 @@ package struct APNsClient: Sendable {
         HTTPRequest(
             APNsProvider.request(
                 token: push.token, envelope: push.envelope, topic: topic, jwt: jwt, priority: push.priority, collapseId: push.collapseId),
-            endpoint: endpoint)
+            endpoint: parsedEndpoint)
     }
 
     @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {

@@ -9,12 +9,14 @@ package import PushProviders
 /// `ProviderExchange`; what the report means is the caller's policy.
 package struct FCMClient: Sendable {
     /// Scheme and authority, no trailing slash.
-    package let endpoint: String
+    package var endpoint: String { parsedEndpoint.text }
+    /// The endpoint parsed once: each message's request carries its origin.
+    let parsedEndpoint: HTTPEndpoint
     package let projectId: String
     package let accessTokens: FCMAccessTokenProvider
 
     package init(endpoint: String, projectId: String, accessTokens: FCMAccessTokenProvider) {
-        self.endpoint = endpoint.droppingTrailingSlashes
+        self.parsedEndpoint = HTTPEndpoint(endpoint)
         self.projectId = projectId
         self.accessTokens = accessTokens
     }
@@ -102,7 +104,7 @@ package struct FCMClient: Sendable {
         HTTPRequest(
             FCMProvider.request(
                 token: message.token, data: message.data, highPriority: message.highPriority, directBootOK: message.directBootOK,
-                restrictedPackage: message.restrictedPackage, projectId: projectId, accessToken: accessToken), endpoint: endpoint)
+                restrictedPackage: message.restrictedPackage, projectId: projectId, accessToken: accessToken), endpoint: parsedEndpoint)
     }
 
     @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {

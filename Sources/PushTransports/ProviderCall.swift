@@ -236,8 +236,15 @@ final class EndpointBackoff: Sendable {
 }
 
 extension HTTPRequest {
-    /// A provider's request (PushProviders) sent to `endpoint` (scheme and authority, no
-    /// trailing slash).
+    /// A provider's request (PushProviders) to a configured endpoint parsed once.
+    package init(_ request: ProviderRequest, endpoint: HTTPEndpoint, timeout: Duration? = nil) {
+        self = endpoint.request(
+            method: Method(request.method), path: request.path, headers: HTTPHeaders(request.headers.map { ($0.name, $0.value) }),
+            body: request.body, timeout: timeout)
+    }
+
+    /// A provider's request sent to `endpoint` (scheme and authority, no trailing slash), as a
+    /// URL: for an endpoint of the moment (a Web Push subscription's origin).
     package init(_ request: ProviderRequest, endpoint: String, timeout: Duration? = nil) {
         self.init(
             method: Method(request.method), url: endpoint + request.path, headers: HTTPHeaders(request.headers.map { ($0.name, $0.value) }),

@@ -28,12 +28,3 @@ extension PushTransport {
         await send(count: deliveries.count, window: .max) { .deliver(deliveries[$0]) }
     }
 }
-
-extension String {
-    /// `https://host/` and `https://host//` name the same base as `https://host`.
-    var droppingTrailingSlashes: String {
-        var text = self
-        while text.hasSuffix("/") { text.removeLast() }
-        return text
-    }
-}

@@ -8,7 +8,9 @@ import PushProviders
 package struct RelayTransport: PushTransport {
     package var name: PushTransportName { .relay }
     /// The relay base URL without trailing slashes.
-    package let baseURL: String
+    package var baseURL: String { endpoint.text }
+    /// The base URL parsed once: each push's request carries its origin.
+    let endpoint: HTTPEndpoint
     let pipeline: DeliveryPipeline
 
     /// - Parameters:
@@ -20,15 +22,15 @@ package struct RelayTransport: PushTransport {
         baseURL: String, client: HTTPClient, retryPolicy: PushRetryPolicy = .none, logger: any PushLogger = SilentPushLogger(),
         concurrency: Int = 64, metrics: (any PushMetricsFactory)? = nil
     ) {
-        self.baseURL = baseURL.droppingTrailingSlashes
+        self.endpoint = HTTPEndpoint(baseURL)
         self.pipeline = DeliveryPipeline(.relay, client: client, policy: retryPolicy, logger: logger, concurrency: concurrency, metrics: metrics)
     }
 
     package func send(count: Int, window: Int, draft: @escaping @Sendable (Int) -> PushDraft) async -> [PushResult] {
         await pipeline.send(
             count: count, window: window, chunk: Self.chunk, draft: draft,
-            prepare: { [baseURL] delivery -> PipelinePrepared<Void> in
-                switch Self.prepare(delivery, baseURL: baseURL) {
+            prepare: { [endpoint] delivery -> PipelinePrepared<Void> in
+                switch Self.prepare(delivery, endpoint: endpoint) {
                 case .refuse(let refused): return .refused(refused)
                 case .send(let request): return .send(request, ())
                 }
@@ -45,7 +47,7 @@ package struct RelayTransport: PushTransport {
         case refuse(PushResult)
     }
 
-    static func prepare(_ delivery: PushDelivery, baseURL: String) -> Prepared {
+    static func prepare(_ delivery: PushDelivery, endpoint: HTTPEndpoint) -> Prepared {
         guard case .envelope(let envelope) = delivery.content else {
             return .refuse(.refused(.relayRequiresEnvelope))
         }
@@ -59,7 +61,7 @@ package struct RelayTransport: PushTransport {
         }
         let request = RelayProvider.request(
             platform: platform, token: delivery.token, envelope: envelope, collapseId: delivery.collapseId, priority: delivery.priority.rawValue)
-        return .send(HTTPRequest(request, endpoint: baseURL))
+        return .send(HTTPRequest(request, endpoint: endpoint))
     }
 
     @Sendable static func parse(_ response: HTTPResponse) -> ProviderAnswer {
