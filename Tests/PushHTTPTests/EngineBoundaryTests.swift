@@ -17,22 +17,18 @@ import Testing
     }
 
     @Test func theHTTP2EngineNamesNothingOfLibcurlsEngine() throws {
-        let files = try Self.sources().filter { $0.name.hasPrefix("H2") }
-        try #require(files.count >= 8, "found \(files.map(\.name))")
-        for (name, text) in files {
-            for word in ["CurlMultiLoop", "CurlEasyHandle", "curl_multi_", "curl_easy_"] {
-                #expect(!text.contains(word), "\(name) names \(word)")
-            }
-        }
+        try Self.expect(filesStarting: "H2", atLeast: 8, nameNoneOf: ["CurlMultiLoop", "CurlEasyHandle", "curl_multi_", "curl_easy_"])
     }
 
     @Test func libcurlsEngineNamesNothingOfTheHTTP2Engine() throws {
-        let files = try Self.sources().filter { $0.name.hasPrefix("Curl") }
-        try #require(files.count >= 2, "found \(files.map(\.name))")
+        try Self.expect(filesStarting: "Curl", atLeast: 2, nameNoneOf: ["H2EventLoop", "H2Loop", "H2Connection", "nghttp2_"])
+    }
+
+    private static func expect(filesStarting prefix: String, atLeast minimum: Int, nameNoneOf words: [String]) throws {
+        let files = try sources().filter { $0.name.hasPrefix(prefix) }
+        try #require(files.count >= minimum, "found \(files.map(\.name))")
         for (name, text) in files {
-            for word in ["H2EventLoop", "H2Loop", "H2Connection", "nghttp2_"] {
-                #expect(!text.contains(word), "\(name) names \(word)")
-            }
+            for word in words { #expect(!text.contains(word), "\(name) names \(word)") }
         }
     }
 
