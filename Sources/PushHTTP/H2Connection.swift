@@ -27,7 +27,9 @@ final class H2Connection {
     }
 
     let id: UInt64
-    unowned let origin: H2Origin
+    /// Strong: the loop may drop an origin (found not to speak HTTP/2) while another of its
+    /// connections still finishes; the origin holds no connection, so there is no cycle.
+    let origin: H2Origin
     unowned let loop: H2Loop
     private(set) var state: State = .resolving
 

@@ -34,7 +34,7 @@ final class H2Connector {
     /// The connection's id: the resolver's and the tunnel's answers and every attempt's
     /// readiness come back under it.
     let token: UInt64
-    unowned let origin: H2Origin
+    let origin: H2Origin
     unowned let loop: H2Loop
 
     private var addresses: [SocketAddress] = []

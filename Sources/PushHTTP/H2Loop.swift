@@ -164,7 +164,7 @@ final class H2Loop {
         while !origin.pending.isEmpty {
             guard let id = origin.pool.connectionWithFreeStream else { break }
             guard let connection = connections[id] else {
-                origin.pool.connectionClosed(id)  // cannot happen: the pool and the table move together
+                origin.pool.connectionClosed(id, now: now)  // cannot happen: the pool and the table move together
                 continue
             }
             guard let entry = origin.pending.popFirst() else { break }
@@ -228,7 +228,7 @@ final class H2Loop {
         let origin = connection.origin
         let exchanges = connection.streams.values.sorted { $0.streamID < $1.streamID }
         connections[connection.id] = nil
-        origin.pool.connectionClosed(connection.id)
+        origin.pool.connectionClosed(connection.id, error: error, now: now)
         connection.close()
         for exchange in exchanges {
             counters.liveExchanges.subtract(1, ordering: .relaxed)
@@ -256,14 +256,15 @@ final class H2Loop {
     func originLacksHTTP2(_ connection: H2Connection) {
         let origin = connection.origin
         connections[connection.id] = nil
-        origin.pool.connectionClosed(connection.id)
+        origin.pool.connectionClosed(connection.id, now: now)
         connection.close()
         var handedBack: [HTTPTransfer] = []
         for entry in origin.pending.takeAll() {
             if !entry.started {
                 handedBack.append(entry.transfer)
             } else {
-                entry.transfer.abort(with: HTTPClientError(.connectionLost, detail: "the server stopped offering HTTP/2"))
+                // Taken from the queue once but never sent (its stream could not start): safe to send again.
+                entry.transfer.abort(with: HTTPClientError(.streamRefused, detail: "the server stopped offering HTTP/2 before the request was sent"))
             }
         }
         origins[H2Origin.Key(origin: origin.key, addressPolicy: origin.addressPolicy)] = nil

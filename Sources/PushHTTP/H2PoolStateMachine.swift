@@ -16,7 +16,9 @@
 ///   unanswered for `pingTimeout`, the connection is dead.
 /// - **Connect backoff**: a failed connect fails what waits for the origin when nothing else can
 ///   serve it (a caller learns at once that the origin is unreachable), and the next connect to
-///   it waits 100 ms, doubling per consecutive failure up to 5 s, until one connects. A request
+///   it waits 100 ms, doubling per consecutive failure up to 5 s, until one connects (its
+///   server's SETTINGS arrive; a connection that closes before them counts as failed, without
+///   failing what waits, which then waits for the next attempt). A request
 ///   that arrives meanwhile waits for that attempt, within its own deadline; if the deadline
 ///   comes first it fails with the last connect error. A burst against a dead origin so costs
 ///   one connect per backoff period, not one per request.
@@ -108,10 +110,10 @@ struct H2PoolStateMachine {
     }
 
     /// What a request that waited past its deadline fails with: the last connect error when no
-    /// connect has succeeded since it failed (the backoff kept the origin unconnected), a plain
-    /// timeout otherwise.
+    /// connect has succeeded since it failed and no connection is open (the backoff kept the
+    /// origin unconnected), a plain timeout otherwise (it waited for a stream).
     var waitingTimeoutError: HTTPClientError {
-        if let lastConnectError {
+        if let lastConnectError, !connections.contains(where: { $0.phase == .open }) {
             let detail = lastConnectError.detail.map { $0 + "; " } ?? ""
             return HTTPClientError(
                 lastConnectError.code, curlCode: lastConnectError.curlCode,
@@ -127,25 +129,25 @@ struct H2PoolStateMachine {
         connections.append(Connection(id: id, streamLimit: min(settings.maximumStreamsPerConnection, 100), lastHeardAt: now))
     }
 
-    /// TCP, TLS and ALPN are done: the session is up (its SETTINGS may not have arrived). The
-    /// origin is reachable, so the backoff ends.
+    /// TCP, TLS and ALPN are done: the session is up (its SETTINGS may not have arrived).
     mutating func connectionOpened(_ id: UInt64, now: ContinuousClock.Instant) {
         update(id) {
             $0.phase = .open
             $0.lastHeardAt = now
         }
-        consecutiveConnectFailures = 0
-        nextConnectAt = nil
-        lastConnectError = nil
     }
 
-    /// The server's SETTINGS: its concurrency limit, capped by ours.
+    /// The server's SETTINGS: its concurrency limit, capped by ours. The origin speaks HTTP/2
+    /// to us, so the backoff ends.
     mutating func settingsReceived(_ id: UInt64, maximumConcurrentStreams announced: UInt32) {
         let limit = min(settings.maximumStreamsPerConnection, Int(clamping: announced))
         update(id) {
             $0.streamLimit = limit
             $0.settingsKnown = true
         }
+        consecutiveConnectFailures = 0
+        nextConnectAt = nil
+        lastConnectError = nil
     }
 
     /// GOAWAY, or the session would take no more streams: no new streams here.
@@ -173,15 +175,18 @@ struct H2PoolStateMachine {
     /// Connection `id` failed before it opened.
     mutating func connectFailed(_ id: UInt64, _ error: HTTPClientError, now: ContinuousClock.Instant) -> ConnectFailure {
         remove(id)
-        consecutiveConnectFailures += 1
-        lastConnectError = error
-        nextConnectAt = now + backoff(afterFailures: consecutiveConnectFailures)
-        return connections.isEmpty ? .failWaiting : .keepWaiting
+        recordFailure(error, now: now)
+        // A draining connection cannot serve them either.
+        return connections.allSatisfy({ $0.phase == .draining }) ? .failWaiting : .keepWaiting
     }
 
-    /// Connection `id` closed after it opened (lost, finished, or closed by us).
-    mutating func connectionClosed(_ id: UInt64) {
+    /// Connection `id` closed after it opened (lost, finished, or closed by us). One that closed
+    /// before its server's SETTINGS, for `error`, counts as a failed connect (the backoff), but
+    /// what waits stays queued for the next attempt.
+    mutating func connectionClosed(_ id: UInt64, error: HTTPClientError? = nil, now: ContinuousClock.Instant) {
+        let neverUsable = connections.first(where: { $0.id == id }).map { !$0.settingsKnown } ?? false
         remove(id)
+        if neverUsable, let error { recordFailure(error, now: now) }
     }
 
     /// The sweep's tick: PINGs to send, and PINGs that went unanswered.
@@ -199,6 +204,12 @@ struct H2PoolStateMachine {
     }
 
     // MARK: - Private
+
+    private mutating func recordFailure(_ error: HTTPClientError, now: ContinuousClock.Instant) {
+        consecutiveConnectFailures += 1
+        lastConnectError = error
+        nextConnectAt = now + backoff(afterFailures: consecutiveConnectFailures)
+    }
 
     /// 100 ms after the first failure, doubling, at most `maximumConnectBackoff`.
     func backoff(afterFailures failures: Int) -> Duration {

@@ -3,7 +3,7 @@ extension HTTPClient {
     /// is deliberately no switch to turn them off.
     package struct Configuration: Sendable {
         /// The whole exchange of one request, including waiting for a connection or a free
-        /// stream and the automatic retry of a refused stream. `HTTPRequest.timeout` overrides it.
+        /// stream (the client sends it once). `HTTPRequest.timeout` overrides it.
         package var requestTimeout: Duration
         /// Establishing a connection (TCP and TLS).
         package var connectTimeout: Duration

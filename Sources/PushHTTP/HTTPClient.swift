@@ -8,7 +8,8 @@ import Synchronization
 ///   `forceHTTP2PriorKnowledge` (h2c): our HTTP/2 engine on nghttp2's client session over
 ///   OpenSSL (`H2EventLoop`), one thread, epoll. Connections per origin honour the server's
 ///   SETTINGS_MAX_CONCURRENT_STREAMS and a new one opens only when the open ones are full;
-///   idle connections are probed with PING; GOAWAY and REFUSED_STREAM are retried once.
+///   idle connections are probed with PING; a stream refused by GOAWAY or REFUSED_STREAM
+///   ends `.streamRefused` (the client resends nothing; the provider layer does, once).
 /// - `http` origins (HTTP/1.1, e.g. a relay on a private network) and `https` servers that do
 ///   not offer `h2`: libcurl's multi interface on a thread of its own (`CurlMultiLoop`).
 ///
@@ -112,7 +113,7 @@ package final class HTTPClient: Sendable {
 
     /// Runs `request` and returns the complete response; the one request API. Non-2xx
     /// statuses are responses, not errors. `deadline` bounds the whole exchange: waiting for a
-    /// connection or a stream, and the automatic retry of a refused stream.
+    /// connection or a stream, and the one attempt (nothing is resent here).
     ///
     /// - Throws: `HTTPClientError`; see its static members.
     package func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant) async throws(HTTPClientError) -> HTTPResponse {

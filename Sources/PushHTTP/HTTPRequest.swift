@@ -14,7 +14,7 @@ package struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugString
     package var headers: HTTPHeaders
     package var body: [UInt8]
     /// Overrides `HTTPClient.Configuration.requestTimeout` for this request: the whole
-    /// exchange, including waiting for a connection or a free stream and one automatic retry.
+    /// exchange (sent once), including waiting for a connection or a free stream.
     package var timeout: Duration?
     /// Where this request may connect (`.publicOnly` for an address a client chose, a Web Push
     /// endpoint): per request, so one client serves trusted origins and capability URLs alike;

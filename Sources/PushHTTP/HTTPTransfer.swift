@@ -37,7 +37,8 @@ final class HTTPTransfer: Sendable {
     }
 
     private let locked: Locked<Guarded>
-    /// The engine chosen by `send` (the HTTP/2 engine may later hand it to libcurl).
+    /// The engine chosen by `send` (the client may later move it to libcurl, when the HTTP/2
+    /// engine hands it back for an origin without h2).
     let initialEngine: Engine
 
     init(

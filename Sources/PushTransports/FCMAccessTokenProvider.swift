@@ -62,12 +62,17 @@ package actor FCMAccessTokenProvider {
     }
 
     /// Sends the token request, once more if the server refused its stream unprocessed (the
-    /// HTTP client resends nothing itself).
+    /// HTTP client resends nothing itself), within what is left of the first one's timeout.
     private static func send(_ request: HTTPRequest, over client: HTTPClient) async throws(HTTPClientError) -> HTTPResponse {
+        let deadline = ContinuousClock.now + (request.timeout ?? client.configuration.requestTimeout)
         do {
             return try await client.send(request)
         } catch where error == .streamRefused && !Task.isCancelled {
-            return try await client.send(request)
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .milliseconds(1) else { throw error }
+            var again = request
+            again.timeout = left
+            return try await client.send(again)
         }
     }
 }

@@ -8,8 +8,9 @@ import PushSync
 ///
 /// The hub's one retry layer: the HTTP client sends each request once. A stream the server
 /// refused unprocessed (REFUSED_STREAM, above a GOAWAY's last stream, or never sent before its
-/// connection closed) is sent again here at once, once per push whatever the policy, since it
-/// cannot have been delivered; every other resend is the policy's.
+/// connection closed) is sent again here at once, once per exchange whatever the policy and
+/// within the first attempt's timeout, since it cannot have been delivered; it does not use up
+/// an attempt of the policy, whose resends are all the others.
 struct ProviderCall: Sendable {
     let client: HTTPClient
     let policy: PushRetryPolicy
@@ -55,7 +56,7 @@ struct ProviderCall: Sendable {
             // The latency runs from the chunk's submission: the outcome's own.
             let (answer, _) = call.read(outcome.result, attemptStartedAt: startedAt, startedAt: startedAt, parse: parse)
             let latency = outcome.elapsed
-            let retries = call.retryDelay(answer, attempt: 1, latency: latency, refusedResent: false) != nil
+            let retries = call.resendsRefused(answer) || call.retryDelay(answer, attempt: 1, latency: latency) != nil
             return (ProviderExchangeResult(answer: answer, attempts: 1, latency: latency), retries)
         }
 
@@ -89,6 +90,7 @@ struct ProviderCall: Sendable {
     ) async -> ProviderExchangeResult {
         var attempt = 0
         var refusedResent = false
+        var sending = request
         while true {
             attempt += 1
             // The first attempt belongs to its batch; a retry starts on its own.
@@ -99,17 +101,28 @@ struct ProviderCall: Sendable {
             } else {
                 inFlight?.increment(by: 1)
                 do {
-                    outcome = .success(try await client.send(request))
+                    outcome = .success(try await client.send(sending))
                 } catch {
                     outcome = .failure(error)
                 }
                 inFlight?.decrement(by: 1)
             }
             let (answer, latency) = read(outcome, attemptStartedAt: attemptStart, startedAt: start, parse: parse)
-            if let delay = retryDelay(answer, attempt: attempt, latency: latency, refusedResent: refusedResent) {
-                if answer.isRefusedStream { refusedResent = true }
+            if !refusedResent, resendsRefused(answer) {
+                // At once, within what is left of this attempt's own timeout.
+                let deadline = attemptStart + (sending.timeout ?? client.configuration.requestTimeout)
+                let left = ContinuousClock.now.duration(to: deadline)
+                if left > .milliseconds(1) {
+                    refusedResent = true
+                    sending.timeout = left
+                    continue
+                }
+            }
+            sending = request
+            // The refused stream's resend is not one of the policy's attempts.
+            if let delay = retryDelay(answer, attempt: attempt - (refusedResent ? 1 : 0), latency: latency) {
                 do {
-                    if delay > .zero { try await Task.sleep(for: delay) }
+                    try await Task.sleep(for: delay)
                     continue
                 } catch {}  // cancelled: keep the last answer
             }
@@ -134,11 +147,15 @@ struct ProviderCall: Sendable {
         }
     }
 
-    /// How long to wait before sending again, or nil when this answer is final. A refused
-    /// stream goes again at once the first time, whatever the policy.
-    private func retryDelay(_ answer: ProviderAnswer, attempt: Int, latency: Duration, refusedResent: Bool) -> Duration? {
+    /// A refused stream is sent again at once (the first time), whatever the policy.
+    private func resendsRefused(_ answer: ProviderAnswer) -> Bool {
+        answer.isRefusedStream && HubAnswerPolicy.mayRetry(answer) && !Task.isCancelled
+    }
+
+    /// How long the policy waits before sending again after its `attempt`-th, or nil when this
+    /// answer is final.
+    private func retryDelay(_ answer: ProviderAnswer, attempt: Int, latency: Duration) -> Duration? {
         guard HubAnswerPolicy.mayRetry(answer), !Task.isCancelled else { return nil }
-        if answer.isRefusedStream, !refusedResent { return .zero }
         return policy.delay(afterAttempt: attempt, elapsed: latency, retryAfter: answer.retryAfter)
     }
 }

@@ -11,9 +11,9 @@ import Darwin
 /// Off by default: the relay does not queue, and the hub's next event is a natural retry.
 /// When on, retries use jittered exponential backoff, honour `Retry-After`, and stop at the
 /// total deadline. An answer that says the token is dead or the request is malformed is never
-/// retried. (Independently of this policy, a push Apple refused for a stale provider token goes
-/// once more with a fresh one, and a refused HTTP/2 stream once more, because both say the push
-/// was not processed.)
+/// retried. (Independently of this policy, and without using up one of its attempts, a push
+/// Apple refused for a stale provider token goes once more with a fresh one, and a refused
+/// HTTP/2 stream once more within its own timeout, because both say the push was not processed.)
 public struct PushRetryPolicy: Sendable {
     /// Attempts in all; 1 means no retries.
     public var maximumAttempts: Int
@@ -38,7 +38,7 @@ public struct PushRetryPolicy: Sendable {
     /// `retryAfter` (seconds from the server) wins over the computed backoff when longer.
     func delay(afterAttempt attempt: Int, elapsed: Duration, retryAfter: Duration?) -> Duration? {
         guard attempt < maximumAttempts else { return nil }
-        let exponent = min(attempt - 1, 20)
+        let exponent = min(max(attempt - 1, 0), 20)
         let base = min(initialBackoff * (1 << exponent), maximumBackoff)
         // Full jitter between half and the whole backoff, so a fleet of hubs does not retry in step.
         let jittered = base * Double.random(in: 0.5...1.0)

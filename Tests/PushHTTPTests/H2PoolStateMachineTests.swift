@@ -81,7 +81,7 @@ import Testing
         #expect(!pool.isDrained(1))
         pool.streamEnded(1)
         #expect(pool.isDrained(1))
-        pool.connectionClosed(1)
+        pool.connectionClosed(1, now: Self.start)
         #expect(pool.connections.isEmpty)
     }
 
@@ -148,13 +148,38 @@ import Testing
         let later = Self.start + .milliseconds(300)
         pool.connectionStarted(3, now: later)
         pool.connectionOpened(3, now: later)
+        #expect(pool.consecutiveConnectFailures == 2, "TLS and ALPN are not enough: the server's SETTINGS end it")
+        pool.settingsReceived(3, maximumConcurrentStreams: 100)
         #expect(pool.consecutiveConnectFailures == 0)
         #expect(pool.lastConnectError == nil)
-        pool.connectionClosed(3)
-        #expect(pool.shouldOpenConnection(now: later), "a connection lost after it opened starts no backoff")
+        pool.connectionClosed(3, error: .connectionLost, now: later)
+        #expect(pool.shouldOpenConnection(now: later), "a connection lost after it was usable starts no backoff")
         pool.connectionStarted(4, now: later)
         _ = pool.connectFailed(4, .connectionRefused, now: later)
         #expect(pool.shouldOpenConnection(now: later + .milliseconds(100)), "the count started again from one")
+    }
+
+    @Test func aConnectionClosedBeforeItsSettingsCountsAsAFailedConnectButFailsNobody() {
+        var pool = Self.pool()
+        pool.connectionStarted(1, now: Self.start)
+        pool.connectionOpened(1, now: Self.start)
+        pool.connectionClosed(1, error: .connectionLost, now: Self.start)
+        #expect(pool.consecutiveConnectFailures == 1)
+        #expect(!pool.shouldOpenConnection(now: Self.start + .milliseconds(99)), "backing off: no connect storm")
+        #expect(pool.shouldOpenConnection(now: Self.start + .milliseconds(100)))
+        // Closed by us (the origin has no h2): no failure.
+        pool.connectionStarted(2, now: Self.start + .seconds(1))
+        pool.connectionClosed(2, now: Self.start + .seconds(1))
+        #expect(pool.consecutiveConnectFailures == 1)
+    }
+
+    @Test func aFailedConnectBesideOnlyADrainingConnectionFailsTheWaiting() {
+        var pool = Self.pool(connections: 2)
+        Self.ready(&pool, 1, streams: 10)
+        pool.streamStarted(1)
+        pool.stopNewStreams(1)
+        pool.connectionStarted(2, now: Self.start)
+        #expect(pool.connectFailed(2, .connectionRefused, now: Self.start) == .failWaiting, "a draining connection serves none of them")
     }
 
     @Test func aFailedConnectBesideAnOpenConnectionKeepsTheWaitingQueued() {
@@ -163,6 +188,7 @@ import Testing
         pool.streamStarted(1)
         pool.connectionStarted(2, now: Self.start)
         #expect(pool.connectFailed(2, .timeout, now: Self.start) == .keepWaiting)
+        #expect(pool.waitingTimeoutError.code == .timeout, "they waited for a stream of the open one, not for a connect")
         pool.streamEnded(1)
         #expect(pool.connectionWithFreeStream == 1, "the open connection serves them")
     }
@@ -178,6 +204,7 @@ import Testing
         #expect(error.detail?.contains("1 failed in a row") == true)
         pool.connectionStarted(2, now: Self.start + .seconds(1))
         pool.connectionOpened(2, now: Self.start + .seconds(1))
+        pool.settingsReceived(2, maximumConcurrentStreams: 100)
         #expect(pool.waitingTimeoutError.code == .timeout, "connected since: a plain timeout")
     }
 }

@@ -37,10 +37,10 @@ enum InjectedFault: String, CaseIterable, Sendable, CustomTestStringConvertible 
     case partialThenDrop
     /// RST_STREAM(INTERNAL_ERROR) instead of an answer.
     case resetStream
-    /// GOAWAY on the first connection while many streams are in flight: retried once on a new
-    /// connection.
+    /// GOAWAY on the first connection while many streams are in flight: the refused ones resent
+    /// once (by ProviderCall) on a new connection.
     case goawayInFlight
-    /// GOAWAY on every connection: one retry, then failed.
+    /// GOAWAY on every connection: one resend, then failed.
     case goawayEveryConnection
     /// Many concurrent pushes, all answered 500, 502 or 503.
     case serverErrorStorm

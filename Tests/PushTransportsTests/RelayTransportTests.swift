@@ -152,6 +152,28 @@ import Testing
         #expect(seen.withLock { $0 } == 4)
     }
 
+    @Test func theRefusedStreamsResendIsNotOneOfThePolicysAttempts() async throws {
+        // Refused, then 503, then 200: with a policy of 2 attempts, the 503 still gets its retry.
+        let seen = Locked(0)
+        let stand = try StandIn { _ in
+            let n = seen.withLock {
+                $0 += 1
+                return $0
+            }
+            switch n {
+            case 1: return .action(.resetStream(errorCode: 7))
+            case 2: return .text(status: 503, #"{"ok":false,"code":"upstream"}"#)
+            default: return .json(#"{"ok":true}"#)
+            }
+        }
+        let policy = PushRetryPolicy(maximumAttempts: 2, initialBackoff: .milliseconds(10), maximumBackoff: .milliseconds(20))
+        let relay = RelayTransport(baseURL: stand.server.baseURL, client: stand.client, retryPolicy: policy)
+        let result = try #require(await relay.send([envelopeDelivery()]).first)
+        await stand.shutdown()
+        #expect(result.outcome == .sent)
+        #expect(result.attempts == 3)
+    }
+
     @Test func logsCarryTheFingerprintNeverTheToken() async throws {
         let stand = try StandIn()
         let logger = CapturingLogger()
