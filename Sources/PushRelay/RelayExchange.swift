@@ -15,22 +15,12 @@ struct RelayExchange: ProviderExchange {
     func exchange(_ request: HTTPRequest, parse: (HTTPResponse) -> ProviderAnswer) async -> ProviderExchangeResult {
         let clock = ContinuousClock()
         let start = clock.now
-        var attempts = 0
-        var answer = ProviderAnswer.unanswered(.timeout, notProcessed: true)
-        while attempts < 2 {
-            let remaining = deadline - clock.now
-            guard remaining > .milliseconds(1) else { break }
-            var request = request
-            request.timeout = remaining
-            attempts += 1
-            do {
-                answer = parse(try await client.send(request))
-            } catch {
-                answer = error.unanswered
-            }
-            guard answer.isRefusedStream, !Task.isCancelled else { break }
+        guard let (result, attempts) = await client.sendResendingRefused(request, deadline: deadline) else { return .declined(.timeout) }
+        let answer: ProviderAnswer
+        switch result {
+        case .success(let response): answer = parse(response)
+        case .failure(let error): answer = error.unanswered
         }
-        if attempts == 0 { return .declined(.timeout) }
         return ProviderExchangeResult(answer: answer, attempts: attempts, latency: start.duration(to: clock.now))
     }
 }

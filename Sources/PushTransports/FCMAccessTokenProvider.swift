@@ -50,29 +50,16 @@ package actor FCMAccessTokenProvider {
             clientEmail: account.clientEmail, tokenURI: account.tokenURI, key: account.signingKey, issuedAt: Int64(now().rounded(.down)))
         let request = HTTPRequest(
             method: .post, url: account.tokenURI, headers: ["content-type": FCMOAuth.contentType], body: FCMOAuth.form(assertion: assertion))
+        // Once more if its stream was refused unprocessed, within the first try's timeout.
+        let deadline = ContinuousClock.now + client.configuration.requestTimeout
         let response: HTTPResponse
-        do {
-            response = try await Self.send(request, over: client)
-        } catch {
-            throw FCMAuthError(message: "token endpoint unreachable: \(error)")
+        switch await client.sendResendingRefused(request, deadline: deadline)?.result {
+        case .success(let answered): response = answered
+        case .failure(let error): throw FCMAuthError(message: "token endpoint unreachable: \(error)")
+        case nil: throw FCMAuthError(message: "token endpoint unreachable: \(HTTPClientError.timeout)")
         }
         let (token, lifetime) = try FCMOAuth.parse(status: response.status, body: response.body, assertion: assertion)
         cached = (token, now() + lifetime)
         return token
-    }
-
-    /// Sends the token request, once more if the server refused its stream unprocessed (the
-    /// HTTP client resends nothing itself), within what is left of the first one's timeout.
-    private static func send(_ request: HTTPRequest, over client: HTTPClient) async throws(HTTPClientError) -> HTTPResponse {
-        let deadline = ContinuousClock.now + (request.timeout ?? client.configuration.requestTimeout)
-        do {
-            return try await client.send(request)
-        } catch where error == .streamRefused && !Task.isCancelled {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .milliseconds(1) else { throw error }
-            var again = request
-            again.timeout = left
-            return try await client.send(again)
-        }
     }
 }

@@ -160,6 +160,31 @@ struct ProviderCall: Sendable {
     }
 }
 
+extension HTTPClient {
+    /// Sends `request` within `deadline`, and once more at once if its stream was refused
+    /// unprocessed (the client itself resends nothing): the relay's exchange and the OAuth token
+    /// fetch. Nil when no time is left for a first try. (`ProviderCall` does the same inside its
+    /// policy's loop.)
+    package func sendResendingRefused(
+        _ request: HTTPRequest, deadline: ContinuousClock.Instant
+    ) async -> (result: Result<HTTPResponse, HTTPClientError>, attempts: Int)? {
+        var last: (result: Result<HTTPResponse, HTTPClientError>, attempts: Int)?
+        for attempt in 1...2 {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .milliseconds(1) else { break }
+            var sending = request
+            sending.timeout = remaining
+            do {
+                return (.success(try await send(sending)), attempt)
+            } catch {
+                last = (.failure(error), attempt)
+                guard error == .streamRefused, !Task.isCancelled else { break }
+            }
+        }
+        return last
+    }
+}
+
 extension ProviderAnswer {
     /// The server refused the stream unprocessed (`HTTPClientError.streamRefused`): sending it
     /// again cannot deliver twice. The hub's and the relay's exchanges resend it once.
