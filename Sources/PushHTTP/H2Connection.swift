@@ -49,6 +49,8 @@ final class H2Connection {
 
     /// Frames waiting in nghttp2 or in the session's output buffer.
     var needsFlush = false
+    /// Streams ended on this connection so far (a refill is worth trying once one has).
+    var streamsEnded = 0
 
     init(id: UInt64, origin: H2Origin, loop: H2Loop, now: ContinuousClock.Instant) {
         self.id = id
@@ -234,9 +236,25 @@ final class H2Connection {
             }
             heard = true
             needsFlush = true
-            if let error = http2.receive(buffer, count: count) {
-                loop.connectionLost(self, error)
-                return
+            // Fed a slice at a time: the streams a slice ends are refilled and written before
+            // the next slice is read, so the server hears new requests while we are still
+            // reading its answers (all of a window's answers often come in one TLS record; read
+            // whole, the two sides would take turns instead of working at once).
+            var offset = 0
+            while offset < count {
+                let length = min(H2Loop.receiveSlice, count - offset)
+                let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
+                offset += length
+                let ended = streamsEnded
+                if let error = http2.receive(slice, count: length) {
+                    loop.connectionLost(self, error)
+                    return
+                }
+                guard state == .open else { return }
+                if streamsEnded != ended, loop.refill(origin) {
+                    flush()
+                    guard state == .open else { return }
+                }
             }
         }
     }

@@ -48,6 +48,8 @@ final class H2Loop {
     static let maximumHeaderBytes = 256 * 1024
     /// What one flush gathers from nghttp2 before writing.
     static let writeChunk = 64 * 1024
+    /// Received bytes fed to nghttp2 at once before ended streams are refilled.
+    static let receiveSlice = 2048
     /// The deadline sweep's period while anything is in flight.
     static let sweepInterval: Duration = .milliseconds(50)
 
@@ -192,6 +194,15 @@ final class H2Loop {
         }
     }
 
+    /// Hands waiting requests of `origin` to the streams that have just ended, in the middle of
+    /// reading (`H2Connection`'s sliced receive). True if any was started.
+    func refill(_ origin: H2Origin) -> Bool {
+        guard !origin.pending.isEmpty else { return false }
+        let before = counters.requestsSent.load(ordering: .relaxed)
+        schedule(origin)
+        return counters.requestsSent.load(ordering: .relaxed) != before
+    }
+
     private func openConnection(to origin: H2Origin) {
         let connection = H2Connection(id: nextConnectionID, origin: origin, loop: self, now: now)
         nextConnectionID += 1
@@ -332,6 +343,7 @@ final class H2Loop {
 
     func streamClosed(_ streamID: Int32, errorCode: UInt32, on connection: H2Connection) {
         guard let exchange = connection.streams.removeValue(forKey: streamID) else { return }
+        connection.streamsEnded &+= 1
         connection.origin.pool.streamEnded(connection.id)
         counters.liveExchanges.subtract(1, ordering: .relaxed)
         guard !exchange.finished else { return }

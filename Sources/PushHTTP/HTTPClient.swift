@@ -272,7 +272,8 @@ package final class HTTPClient: Sendable {
 
     // MARK: - Validation
 
-    /// Checks what either engine would misread or what would break the framing.
+    /// Checks what either engine would misread or what would break the framing. Runs for
+    /// every request, so each check reads the bytes in place (no closure per byte).
     static func validate(_ request: HTTPClientRequest) throws(HTTPClientError) {
         guard isToken(request.method.rawValue) else {
             throw HTTPClientError(.invalidRequest, detail: "the method is not an HTTP token")
@@ -282,29 +283,53 @@ package final class HTTPClient: Sendable {
                 throw HTTPClientError(.invalidRequest, detail: "a header name is not an HTTP token")
             }
             // The value is never quoted: it may be a credential.
-            guard !field.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+            guard !holdsLineBreakOrNUL(field.value) else {
                 throw HTTPClientError(.invalidRequest, detail: "header \(field.name) has a CR, LF or NUL in its value")
             }
         }
         // The path is never quoted either: it may hold a device token or a capability URL.
-        guard request.path.utf8.first == UInt8(ascii: "/"),
-            request.path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") })
-        else {
+        guard isPrintablePath(request.path) else {
             throw HTTPClientError(.invalidRequest, detail: "the path must start with / and hold printable ASCII only, no fragment")
         }
     }
 
     /// RFC 9110 `token`: one or more tchar.
     static func isToken(_ string: String) -> Bool {
-        !string.isEmpty
-            && string.utf8.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"):
-                    return true
-                default:
-                    return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-                }
+        allBytes(of: string, nonEmpty: true) { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+                UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+                UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+                return true
+            default:
+                return false
             }
+        }
+    }
+
+    /// A CR, LF or NUL anywhere in `value` (each would end a header early on HTTP/1.1).
+    static func holdsLineBreakOrNUL(_ value: String) -> Bool {
+        !allBytes(of: value, nonEmpty: false) { $0 != 0x0D && $0 != 0x0A && $0 != 0x00 }
+    }
+
+    /// Starts with `/`, then printable ASCII only, no `#`.
+    static func isPrintablePath(_ path: String) -> Bool {
+        path.utf8.first == UInt8(ascii: "/") && allBytes(of: path, nonEmpty: true) { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }
+    }
+
+    /// Whether every byte of `string` passes `test`, read from its contiguous storage when it
+    /// has one (native strings do).
+    @inline(__always)
+    private static func allBytes(of string: String, nonEmpty: Bool, _ test: (UInt8) -> Bool) -> Bool {
+        let utf8 = string.utf8
+        if nonEmpty, utf8.isEmpty { return false }
+        if let answer = utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            for byte in bytes where !test(byte) { return false }
+            return true
+        }) {
+            return answer
+        }
+        return utf8.allSatisfy(test)
     }
 }

@@ -121,10 +121,15 @@ extension HTTPRoute {
     /// A path libcurl's parser would keep exactly as it is: starts with `/`, printable ASCII,
     /// no `%`, `#`, `@` or dot segments (what follows a `?` is not looked at).
     static func isPlain(path: some StringProtocol) -> Bool {
-        guard path.utf8.first == UInt8(ascii: "/") else { return false }
+        // Read in place where the text is contiguous (checked for every request sent).
+        path.utf8.withContiguousStorageIfAvailable { isPlain(bytes: $0) } ?? Array(path.utf8).withUnsafeBufferPointer { isPlain(bytes: $0) }
+    }
+
+    private static func isPlain(bytes path: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard path.first == UInt8(ascii: "/") else { return false }
         var previous: UInt8 = 0
         var dotRun = 0
-        for byte in path.utf8 {
+        for byte in path {
             guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: "#"), byte != UInt8(ascii: "@") else {
                 return false
             }

@@ -18,8 +18,11 @@ package enum APNsDeviceToken {
 
     /// Nil for a token the rule accepts.
     package static func flaw(_ token: String) -> Flaw? {
-        let count = token.utf8.count
-        guard token.utf8.allSatisfy(isHexDigit) else { return .notHex }
+        let utf8 = token.utf8
+        let count = utf8.count
+        // Read in place where the string is contiguous (checked for every request sent).
+        let hex = utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isHexDigit) } ?? utf8.allSatisfy(isHexDigit)
+        guard hex else { return .notHex }
         guard count % 2 == 0 else { return .oddLength(count) }
         guard count >= minimumDigits, count <= maximumDigits else { return .outOfRange(count) }
         return nil

@@ -445,7 +445,8 @@ func benchHTTPClient() async throws {
     let ceiling = h2loadRate(url: url, body: body, requests: 50_000, streams: 100)
     let client = try HTTPClient(configuration: .init(additionalTrustedCAFile: server.caCertificatePath, maximumConnectionsPerHost: 1, maximumConcurrentStreamsPerConnection: 100))
     let request = HTTPRequest(method: .post, url: url, headers: ["content-type": "application/json"], body: body)
-    let count = 30_000
+    // HTTP_REQUESTS: more requests for a profile of the client alone (`perf record -p`).
+    let count = ProcessInfo.processInfo.environment["HTTP_REQUESTS"].flatMap(Int.init).map { max(1000, $0 / 1000 * 1000) } ?? 30_000
     _ = try await client.send(request)
     let elapsed = try await secondsAsync {
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -541,7 +542,12 @@ func benchDispatch() async throws {
         let directory = providers.directory + "/bench-\(mode)"
         let environment = providers.environment(iosMode: mode, androidMode: "off", dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
-        let push = try NativePush(configuration: configuration, store: store)
+        var runtime = NativePush.Configuration()
+        if let value = ProcessInfo.processInfo.environment["BENCH_CONCURRENCY"].flatMap(Int.init) {
+            runtime.concurrency.apns = value
+            runtime.concurrency.relay = value
+        }
+        let push = try NativePush(configuration: configuration, store: store, runtime: runtime)
         _ = try await push.dispatch(payload, namespace: "bench")  // warm: connection and token
         // DISPATCH_ROUNDS: more rounds for a profile of the dispatch alone (`perf record -p`).
         let rounds = ProcessInfo.processInfo.environment["DISPATCH_ROUNDS"].flatMap(Int.init).map { max(1, $0) } ?? 10
