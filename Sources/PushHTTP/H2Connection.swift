@@ -251,6 +251,9 @@ final class H2Connection {
                     return
                 }
                 guard state == .open else { return }
+                // What nghttp2 queued on its own for this slice (SETTINGS and PING ACKs,
+                // WINDOW_UPDATE) goes out even when a refill below has flushed already.
+                needsFlush = true
                 if streamsEnded != ended, loop.refill(origin) {
                     flush()
                     guard state == .open else { return }
