@@ -1,4 +1,5 @@
 import CHapiCurl
+import PushSync
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -17,33 +18,58 @@ import Darwin
 /// filesystem. libcurl's default `CURLOPT_CAPATH` (a hashed directory, where the build has one)
 /// stays in effect as well.
 ///
-/// The memory is immutable after init and freed in deinit, which runs only after the loop
-/// thread has cleaned up the multi handle (the loop holds the store until then).
-final class CurlTrustStore: @unchecked Sendable {
-    private let bytes: UnsafeMutableRawBufferPointer
+/// Built at the first libcurl transfer that needs it, not when the client starts: most clients
+/// never hand a transfer to libcurl (it serves only HTTP/1.1 origins and `https://` proxies),
+/// and the system bundle is ~200 KB of memory held for the client's life. Once built, the
+/// memory is immutable and freed in deinit, which runs only after the loop thread has cleaned
+/// up the multi handle (the loop holds the store until then).
+final class CurlTrustStore: Sendable {
+    private let extra: [UInt8]
+    /// The combined bundle's address and size, once built (an address, so the type stays Sendable).
+    private let built = Locked<(address: UInt, count: Int)?>(nil)
 
-    /// The system bundle (if libcurl names one and it is readable) followed by `extra`.
+    /// The system bundle (if libcurl names one and it is readable) followed by `extra`, when
+    /// first applied.
     init(additionalCAPEM extra: [UInt8]) {
-        var pem: [UInt8] = []
-        if let systemPath = Self.systemBundlePath(), let system = HTTPTrustRoots.readFile(systemPath, limit: HTTPTrustRoots.maximumFileBytes) {
-            pem = system
-            pem.append(0x0A)
-        }
-        pem.append(contentsOf: extra)
-        pem.append(0x0A)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: pem.count, alignment: 1)
-        buffer.copyBytes(from: pem)
-        bytes = buffer
+        self.extra = extra
     }
 
-    deinit { bytes.deallocate() }
+    deinit {
+        if let (address, _) = built.withLock({ $0 }), let pointer = UnsafeMutableRawPointer(bitPattern: address) {
+            pointer.deallocate()
+        }
+    }
 
-    /// Size of the combined PEM bundle.
+    /// The combined bundle, built on first use.
+    private var bytes: UnsafeRawBufferPointer {
+        let (address, count) = built.withLock { built in
+            if let built { return built }
+            var pem: [UInt8] = []
+            if let systemPath = Self.systemBundlePath(), let system = HTTPTrustRoots.readFile(systemPath, limit: HTTPTrustRoots.maximumFileBytes) {
+                pem = system
+                pem.append(0x0A)
+            }
+            pem.append(contentsOf: extra)
+            pem.append(0x0A)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: pem.count, alignment: 1)
+            buffer.copyBytes(from: pem)
+            let made = (address: UInt(bitPattern: buffer.baseAddress), count: pem.count)
+            built = made
+            return made
+        }
+        return UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
+    }
+
+    /// Whether the bundle has been built (tests: a client that never used libcurl has not).
+    var isBuilt: Bool { built.withLock { $0 != nil } }
+
+    /// Size of the combined PEM bundle (building it).
     var byteCount: Int { bytes.count }
 
     /// Sets `CURLOPT_CAINFO_BLOB` (or the proxy's, `CURLOPT_PROXY_CAINFO_BLOB`) on an easy handle; libcurl copies the struct, not the bytes.
     func apply(to easy: UnsafeMutableRawPointer, option: CURLoption = CURLOPT_CAINFO_BLOB) -> CURLcode {
-        var blob = curl_blob(data: bytes.baseAddress, len: bytes.count, flags: UInt32(CURL_BLOB_NOCOPY))
+        let bytes = self.bytes
+        var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: bytes.baseAddress), len: bytes.count, flags: UInt32(CURL_BLOB_NOCOPY))
         return hapi_curl_easy_setopt_blob(easy, option, &blob)
     }
 

@@ -299,6 +299,27 @@ import Testing
         await client.shutdown()
     }
 
+    /// libcurl's copy of the trust store (the system bundle and the extra CA, ~200 KB) is
+    /// made for the first transfer libcurl serves, never for a client that only speaks HTTP/2.
+    @Test func libcurlsTrustBundleIsBuiltOnlyWhenLibcurlServes() async throws {
+        let h2 = try LoopbackServer(transport: .tls, handler: Support.echo)
+        defer { h2.stop() }
+        let h2Client = try Self.client(for: h2)
+        #expect(try await h2Client.send(HTTPRequest(method: .get, url: h2.baseURL + "/a")).httpVersion == .http2)
+        let h2Store = try #require(h2Client.curl.settings.trustStore)
+        #expect(!h2Store.isBuilt)
+        await h2Client.shutdown()
+
+        let h1 = try LoopbackServer(transport: .tls, http1Only: true, handler: Support.echo)
+        defer { h1.stop() }
+        let h1Client = try Self.client(for: h1)
+        let h1Store = try #require(h1Client.curl.settings.trustStore)
+        #expect(!h1Store.isBuilt)
+        #expect(try await h1Client.send(HTTPRequest(method: .get, url: h1.baseURL + "/b")).httpVersion == .http1_1)
+        #expect(h1Store.isBuilt)
+        await h1Client.shutdown()
+    }
+
     @Test func h2cWithPriorKnowledgeReusesOneConnection() async throws {
         let server = try LoopbackServer(transport: .cleartext, handler: Support.echo)
         defer { server.stop() }
