@@ -162,7 +162,9 @@ final class H2Loop {
     // MARK: - Scheduling
 
     /// Hands waiting requests to free streams; opens a connection when the pool says so.
-    private func schedule(_ origin: H2Origin) {
+    /// Hands waiting requests of `origin` to free streams; `mayOpen`: and opens a connection
+    /// when requests are still waiting and the pool allows one.
+    private func schedule(_ origin: H2Origin, mayOpen: Bool = true) {
         while !origin.pending.isEmpty {
             guard let id = origin.pool.connectionWithFreeStream else { break }
             guard let connection = connections[id] else {
@@ -189,17 +191,18 @@ final class H2Loop {
                 origin.pending.prepend(.init(transfer: entry.transfer, started: true))
             }
         }
-        if !origin.pending.isEmpty, origin.pool.shouldOpenConnection(now: now) {
+        if mayOpen, !origin.pending.isEmpty, origin.pool.shouldOpenConnection(now: now) {
             openConnection(to: origin)
         }
     }
 
     /// Hands waiting requests of `origin` to the streams that have just ended, in the middle of
-    /// reading (`H2Connection`'s sliced receive). True if any was started.
+    /// reading (`H2Connection`'s sliced receive). True if any was started. Opens no connection:
+    /// the rest of the read may free more streams, and the end of the iteration decides.
     func refill(_ origin: H2Origin) -> Bool {
         guard !origin.pending.isEmpty else { return false }
         let before = counters.requestsSent.load(ordering: .relaxed)
-        schedule(origin)
+        schedule(origin, mayOpen: false)
         return counters.requestsSent.load(ordering: .relaxed) != before
     }
 
