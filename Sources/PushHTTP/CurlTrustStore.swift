@@ -20,48 +20,73 @@ import Darwin
 ///
 /// Built at the first libcurl transfer that needs it, not when the client starts: most clients
 /// never hand a transfer to libcurl (it serves only HTTP/1.1 origins and `https://` proxies),
-/// and the system bundle is ~200 KB of memory held for the client's life. Once built, the
-/// memory is immutable and freed in deinit, which runs only after the loop thread has cleaned
-/// up the multi handle (the loop holds the store until then).
+/// and the system bundle is ~200 KB of memory held for the client's life. The bundle's path is
+/// found when the client starts (as before, and not on the loop thread, which then reads no
+/// environment). A read that fails then (descriptors exhausted, say) is tried again at the next
+/// transfer rather than kept for the client's life; what that transfer got stays allocated,
+/// because libcurl holds it by pointer. Every blob is immutable once made and freed in deinit,
+/// which runs only after the loop thread has cleaned up the multi handle (the loop holds the
+/// store until then).
 final class CurlTrustStore: Sendable {
-    private let extra: [UInt8]
-    /// The combined bundle's address and size, once built (an address, so the type stays Sendable).
-    private let built = Locked<(address: UInt, count: Int)?>(nil)
+    private struct State {
+        /// The combined bundle's address and size, once built whole (an address: Sendable).
+        var built: (address: UInt, count: Int)?
+        /// Blobs made without the system bundle because reading it failed, kept alive for
+        /// the transfers that got them.
+        var degraded: [UInt] = []
+    }
 
-    /// The system bundle (if libcurl names one and it is readable) followed by `extra`, when
-    /// first applied.
-    init(additionalCAPEM extra: [UInt8]) {
+    private let extra: [UInt8]
+    private let systemPath: String?
+    private let state = Locked(State())
+    /// Failed reads of the system bundle tolerated before the extra CA alone is kept for good.
+    static let maximumRetries = 4
+
+    /// The system bundle (if libcurl names one) followed by `extra`, made when first applied.
+    convenience init(additionalCAPEM extra: [UInt8]) {
+        self.init(additionalCAPEM: extra, systemBundlePath: Self.systemBundlePath())
+    }
+
+    /// With the system bundle at `systemBundlePath` (tests: one that appears later).
+    init(additionalCAPEM extra: [UInt8], systemBundlePath: String?) {
         self.extra = extra
+        self.systemPath = systemBundlePath
     }
 
     deinit {
-        if let (address, _) = built.withLock({ $0 }), let pointer = UnsafeMutableRawPointer(bitPattern: address) {
-            pointer.deallocate()
+        let state = state.withLock { $0 }
+        for address in state.degraded + (state.built.map { [$0.address] } ?? []) {
+            UnsafeMutableRawPointer(bitPattern: address)?.deallocate()
         }
     }
 
     /// The combined bundle, built on first use.
     private var bytes: UnsafeRawBufferPointer {
-        let (address, count) = built.withLock { built in
-            if let built { return built }
+        let (address, count) = state.withLock { state in
+            if let built = state.built { return built }
             var pem: [UInt8] = []
-            if let systemPath = Self.systemBundlePath(), let system = HTTPTrustRoots.readFile(systemPath, limit: HTTPTrustRoots.maximumFileBytes) {
-                pem = system
-                pem.append(0x0A)
+            var whole = true
+            if let systemPath {
+                if let system = HTTPTrustRoots.readFile(systemPath, limit: HTTPTrustRoots.maximumFileBytes) {
+                    pem = system
+                    pem.append(0x0A)
+                } else {
+                    whole = state.degraded.count >= Self.maximumRetries
+                }
             }
             pem.append(contentsOf: extra)
             pem.append(0x0A)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: pem.count, alignment: 1)
             buffer.copyBytes(from: pem)
             let made = (address: UInt(bitPattern: buffer.baseAddress), count: pem.count)
-            built = made
+            if whole { state.built = made } else { state.degraded.append(made.address) }
             return made
         }
         return UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
     }
 
     /// Whether the bundle has been built (tests: a client that never used libcurl has not).
-    var isBuilt: Bool { built.withLock { $0 != nil } }
+    var isBuilt: Bool { state.withLock { $0.built != nil } }
 
     /// Size of the combined PEM bundle (building it).
     var byteCount: Int { bytes.count }

@@ -161,9 +161,8 @@ final class H2Loop {
 
     // MARK: - Scheduling
 
-    /// Hands waiting requests to free streams; opens a connection when the pool says so.
-    /// Hands waiting requests of `origin` to free streams; `mayOpen`: and opens a connection
-    /// when requests are still waiting and the pool allows one.
+    /// Hands waiting requests of `origin` to free streams and, if `mayOpen`, opens a connection
+    /// when requests are still waiting and the pool says so.
     private func schedule(_ origin: H2Origin, mayOpen: Bool = true) {
         while !origin.pending.isEmpty {
             guard let id = origin.pool.connectionWithFreeStream else { break }

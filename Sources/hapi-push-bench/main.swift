@@ -526,7 +526,7 @@ func benchDispatch() async throws {
     print("\n== Dispatch to 1,000 iOS devices (seal + send + classify), loopback stand-ins ==")
     let key = try PushKey.generate()
     let store = InMemoryPushDeviceStore()
-    for i in 0..<(ProcessInfo.processInfo.environment["BENCH_DEVICES"].flatMap(Int.init) ?? 1000) {
+    for i in 0..<max(1, ProcessInfo.processInfo.environment["BENCH_DEVICES"].flatMap(Int.init) ?? 1000) {
         let token = Digest.hex(Digest.sha256(Array("device-\(i)".utf8)))
         _ = store.upsert(try PushRegistrationRequest(namespace: "bench", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
     }

@@ -227,6 +227,30 @@ import PushPlatform
         #expect(store.byteCount == system.count + extra.count + 2)
     }
 
+    /// libcurl's bundle is made at its first use: a system bundle that cannot be read then is
+    /// read again next time instead of being left out for the client's life.
+    @Test func aSystemBundleThatCouldNotBeReadIsReadAgainAtTheNextTransfer() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hapi-bundle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bundle = directory.appendingPathComponent("ca-certificates.crt")
+        let extra = Array("-----BEGIN CERTIFICATE-----\nextra\n-----END CERTIFICATE-----\n".utf8)
+        let store = CurlTrustStore(additionalCAPEM: extra, systemBundlePath: bundle.path)
+        #expect(store.byteCount == extra.count + 1)  // not there yet: the extra CA alone, this time
+        #expect(!store.isBuilt)
+        let system = Array("-----BEGIN CERTIFICATE-----\nsystem\n-----END CERTIFICATE-----\n".utf8)
+        try Data(system).write(to: bundle)
+        #expect(store.byteCount == system.count + extra.count + 2)
+        #expect(store.isBuilt)
+        try FileManager.default.removeItem(at: bundle)
+        #expect(store.byteCount == system.count + extra.count + 2)  // built whole: kept
+
+        // A bundle that never becomes readable: after a few tries the extra CA alone is kept.
+        let never = CurlTrustStore(additionalCAPEM: extra, systemBundlePath: directory.appendingPathComponent("absent").path)
+        for _ in 0...CurlTrustStore.maximumRetries { #expect(never.byteCount == extra.count + 1) }
+        #expect(never.isBuilt)
+    }
+
     @Test func unusableCAFileIsRejectedAtInit() throws {
         #expect(throws: HTTPClientError.invalidConfiguration) {
             try HTTPClient(configuration: .init(additionalTrustedCAFile: "/nonexistent/ca.pem"))
