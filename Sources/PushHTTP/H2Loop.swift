@@ -162,8 +162,10 @@ final class H2Loop {
     // MARK: - Scheduling
 
     /// Hands waiting requests of `origin` to free streams and, if `mayOpen`, opens a connection
-    /// when requests are still waiting and the pool says so.
-    private func schedule(_ origin: H2Origin, mayOpen: Bool = true) {
+    /// when requests are still waiting and the pool says so. True if a request was started.
+    @discardableResult
+    private func schedule(_ origin: H2Origin, mayOpen: Bool = true) -> Bool {
+        var started = false
         while !origin.pending.isEmpty {
             guard let id = origin.pool.connectionWithFreeStream else { break }
             guard let connection = connections[id] else {
@@ -182,6 +184,7 @@ final class H2Loop {
             }
             let exchange = H2Exchange(transfer: entry.transfer)
             if connection.submit(exchange) {
+                started = true
                 active[ObjectIdentifier(entry.transfer)] = (connection, exchange)
                 counters.liveExchanges.add(1, ordering: .relaxed)
                 counters.requestsSent.add(1, ordering: .relaxed)
@@ -193,16 +196,14 @@ final class H2Loop {
         if mayOpen, !origin.pending.isEmpty, origin.pool.shouldOpenConnection(now: now) {
             openConnection(to: origin)
         }
+        return started
     }
 
     /// Hands waiting requests of `origin` to the streams that have just ended, in the middle of
     /// reading (`H2Connection`'s sliced receive). True if any was started. Opens no connection:
     /// the rest of the read may free more streams, and the end of the iteration decides.
     func refill(_ origin: H2Origin) -> Bool {
-        guard !origin.pending.isEmpty else { return false }
-        let before = counters.requestsSent.load(ordering: .relaxed)
-        schedule(origin, mayOpen: false)
-        return counters.requestsSent.load(ordering: .relaxed) != before
+        !origin.pending.isEmpty && schedule(origin, mayOpen: false)
     }
 
     private func openConnection(to origin: H2Origin) {

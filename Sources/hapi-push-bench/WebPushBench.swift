@@ -67,7 +67,7 @@ func benchWebPush() async throws {
     }
     _ = try await push.sendWebPush(payload, namespace: "bench", nativeSent: false)  // warm: the connection and the JWT
     // WEBPUSH_DISPATCH_ROUNDS: more rounds for a profile of the dispatch alone (`perf record -p`).
-    let rounds = ProcessInfo.processInfo.environment["WEBPUSH_DISPATCH_ROUNDS"].flatMap(Int.init).map { max(1, $0) } ?? 5
+    let rounds = benchKnob("WEBPUSH_DISPATCH_ROUNDS").map { max(1, $0) } ?? 5
     var sent = 0
     let elapsed = try await secondsAsync {
         for _ in 0..<rounds { sent += try await push.sendWebPush(payload, namespace: "bench", nativeSent: false).deliveries.filter { $0.outcome == .sent }.count }

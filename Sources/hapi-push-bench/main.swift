@@ -446,7 +446,7 @@ func benchHTTPClient() async throws {
     let client = try HTTPClient(configuration: .init(additionalTrustedCAFile: server.caCertificatePath, maximumConnectionsPerHost: 1, maximumConcurrentStreamsPerConnection: 100))
     let request = HTTPRequest(method: .post, url: url, headers: ["content-type": "application/json"], body: body)
     // HTTP_REQUESTS: more requests for a profile of the client alone (`perf record -p`).
-    let count = ProcessInfo.processInfo.environment["HTTP_REQUESTS"].flatMap(Int.init).map { max(1000, $0 / 1000 * 1000) } ?? 30_000
+    let count = benchKnob("HTTP_REQUESTS").map { max(1000, $0 / 1000 * 1000) } ?? 30_000
     _ = try await client.send(request)
     let elapsed = try await secondsAsync {
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -512,6 +512,11 @@ func benchProxy() async throws {
     print("CONNECTs seen by the proxy: \(proxy.connectTargets.count)")
 }
 
+/// An integer knob from the environment for profiling one section (`HTTP_REQUESTS`, …).
+func benchKnob(_ name: String) -> Int? {
+    ProcessInfo.processInfo.environment[name].flatMap(Int.init)
+}
+
 func secondsAsync(_ body: () async throws -> Void) async rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
     try await body()
@@ -526,7 +531,7 @@ func benchDispatch() async throws {
     print("\n== Dispatch to 1,000 iOS devices (seal + send + classify), loopback stand-ins ==")
     let key = try PushKey.generate()
     let store = InMemoryPushDeviceStore()
-    for i in 0..<max(1, ProcessInfo.processInfo.environment["BENCH_DEVICES"].flatMap(Int.init) ?? 1000) {
+    for i in 0..<max(1, benchKnob("BENCH_DEVICES") ?? 1000) {
         let token = Digest.hex(Digest.sha256(Array("device-\(i)".utf8)))
         _ = store.upsert(try PushRegistrationRequest(namespace: "bench", platform: "ios", deviceId: "d\(i)", token: token, pushKey: key.base64), now: Int64(i))
     }
@@ -543,14 +548,14 @@ func benchDispatch() async throws {
         let environment = providers.environment(iosMode: mode, androidMode: "off", dataDirectory: directory)
         let configuration = try PushConfiguration.load(environment: environment, dataDirectory: directory, persist: false)
         var runtime = NativePush.Configuration()
-        if let value = ProcessInfo.processInfo.environment["BENCH_CONCURRENCY"].flatMap(Int.init) {
+        if let value = benchKnob("BENCH_CONCURRENCY") {
             runtime.concurrency.apns = value
             runtime.concurrency.relay = value
         }
         let push = try NativePush(configuration: configuration, store: store, runtime: runtime)
         _ = try await push.dispatch(payload, namespace: "bench")  // warm: connection and token
         // DISPATCH_ROUNDS: more rounds for a profile of the dispatch alone (`perf record -p`).
-        let rounds = ProcessInfo.processInfo.environment["DISPATCH_ROUNDS"].flatMap(Int.init).map { max(1, $0) } ?? 10
+        let rounds = benchKnob("DISPATCH_ROUNDS").map { max(1, $0) } ?? 10
         var sent = 0
         let elapsed = try await secondsAsync {
             for _ in 0..<rounds { sent += try await push.dispatch(payload, namespace: "bench").count(.sent) }
