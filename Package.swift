@@ -177,7 +177,7 @@ let package = Package(
             dependencies: ["PushHTTP", "PushLoopbackServer", "PushTestSupport", "PushSync", "PushPlatform"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "PushProvidersTests", dependencies: ["PushProviders", "PushEnvelope", "PushTestSupport"],
+            name: "PushProvidersTests", dependencies: ["PushProviders", "PushEnvelope", "PushTestSupport", "CHapiOpenSSL"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "PushTransportsTests",

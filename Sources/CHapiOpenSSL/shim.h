@@ -5,6 +5,7 @@
 #include <openssl/rand.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/decoder.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
@@ -47,6 +48,28 @@ static inline int hapi_pem_refuse_passphrase(char *buffer, int size, int rwflag,
 }
 static inline EVP_PKEY *hapi_pem_read_private_key_no_prompt(BIO *bio, int *asked) {
     return PEM_read_bio_PrivateKey(bio, NULL, hapi_pem_refuse_passphrase, asked);
+}
+/* The same, asking OpenSSL 3 only for a private key of `keytype` ("EC", "RSA"): PEM_read_bio_PrivateKey
+   sets up a decoder chain for every key type and structure OpenSSL knows (~0.6 ms for a P-256
+   PKCS#8 key here), one of a named type ~0.15 ms. NULL when that decoder reads nothing: the caller
+   then asks the general reader, which names the type it found. */
+static inline EVP_PKEY *hapi_pem_read_private_key_of_type_no_prompt(const unsigned char *data, size_t length, const char *keytype, int *asked) {
+    EVP_PKEY *key = NULL;
+    OSSL_DECODER_CTX *decoder = OSSL_DECODER_CTX_new_for_pkey(&key, "PEM", NULL, keytype, EVP_PKEY_KEYPAIR, NULL, NULL);
+    if (decoder == NULL) {
+        ERR_clear_error();
+        return NULL;
+    }
+    if (OSSL_DECODER_CTX_get_num_decoders(decoder) == 0
+        || OSSL_DECODER_CTX_set_pem_password_cb(decoder, hapi_pem_refuse_passphrase, asked) != 1
+        || OSSL_DECODER_from_data(decoder, &data, &length) != 1) {
+        OSSL_DECODER_CTX_free(decoder);
+        EVP_PKEY_free(key);
+        ERR_clear_error();
+        return NULL;
+    }
+    OSSL_DECODER_CTX_free(decoder);
+    return key;
 }
 static inline X509 *hapi_pem_read_x509_no_prompt(BIO *bio) {
     return PEM_read_bio_X509(bio, NULL, hapi_pem_refuse_passphrase, NULL);

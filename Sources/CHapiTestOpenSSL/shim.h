@@ -23,4 +23,9 @@ static inline int hapi_test_write_encrypted_key(BIO *bio, EVP_PKEY *key, const c
     return PEM_write_bio_PKCS8PrivateKey(bio, key, EVP_aes_256_cbc(), passphrase, length, NULL, NULL);
 }
 
+/* The key in its type's own unencrypted PEM form (`EC PRIVATE KEY`, `RSA PRIVATE KEY`). */
+static inline int hapi_test_write_traditional_key(BIO *bio, EVP_PKEY *key) {
+    return PEM_write_bio_PrivateKey_traditional(bio, key, NULL, NULL, 0, NULL, NULL);
+}
+
 #endif

@@ -18,6 +18,14 @@ package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible 
     package enum Algorithm: String, Sendable {
         case es256 = "ES256"
         case rs256 = "RS256"
+
+        /// The key type OpenSSL 3's decoders are asked for.
+        var openSSLKeyType: String {
+            switch self {
+            case .es256: "EC"
+            case .rs256: "RSA"
+            }
+        }
     }
 
     package let algorithm: Algorithm
@@ -31,7 +39,13 @@ package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible 
         // Never OpenSSL's default password callback: it prompts on the terminal and blocks.
         var passphraseAsked: Int32 = 0
         let parsedKey: OpaquePointer?? = pem.withUnsafeBytes { raw in
-            guard raw.count <= Int(Int32.max), let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return .none }
+            guard raw.count <= Int(Int32.max), let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .none }
+            // No PEM armour, nothing OpenSSL could read: the malformed answer without setting up its decoders.
+            guard Self.holdsPEMArmour(raw) else { return .some(nil) }
+            // The key type asked for first (a quarter of the general reader's cost), then the
+            // general reader: it alone says what another key type or an encrypted block is.
+            if let typed = hapi_pem_read_private_key_of_type_no_prompt(base, raw.count, algorithm.openSSLKeyType, &passphraseAsked) { return .some(typed) }
+            guard let bio = BIO_new_mem_buf(base, Int32(raw.count)) else { return .none }
             defer { BIO_free(bio) }
             return .some(hapi_pem_read_private_key_no_prompt(bio, &passphraseAsked))
         }
@@ -121,6 +135,21 @@ package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible 
         }
         guard written == (32, 32) else { throw PushCredentialError.signingFailed.with("ECDSA signature component exceeds 32 bytes") }
         return out
+    }
+
+    /// Whether `bytes` hold a PEM boundary (`-----BEGIN `), without which OpenSSL's PEM readers
+    /// find nothing.
+    static func holdsPEMArmour(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let marker = Array("-----BEGIN ".utf8)
+        guard bytes.count >= marker.count else { return false }
+        var start = 0
+        while start <= bytes.count - marker.count {
+            guard let dash = bytes[start...].firstIndex(of: marker[0]) else { return false }
+            guard dash <= bytes.count - marker.count else { return false }
+            if (0..<marker.count).allSatisfy({ bytes[dash + $0] == marker[$0] }) { return true }
+            start = dash + 1
+        }
+        return false
     }
 
     /// An encrypted PEM block (PKCS#8 `ENCRYPTED PRIVATE KEY`, or a traditional key with

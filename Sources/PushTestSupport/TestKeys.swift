@@ -38,6 +38,17 @@ public enum TestKeys {
         return read(bio)
     }
 
+    /// A P-256 (or, with `rsa`, an RSA-2048) private key unencrypted in its type's own PEM form:
+    /// `EC PRIVATE KEY` (SEC 1) or `RSA PRIVATE KEY` (PKCS#1).
+    public static func traditionalPEM(rsa: Bool = false) -> String? {
+        guard let key = rsa ? hapi_test_rsa_keygen(2048) : hapi_test_ec_keygen("P-256") else { return nil }
+        defer { EVP_PKEY_free(key) }
+        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+        defer { BIO_free(bio) }
+        guard hapi_test_write_traditional_key(bio, key) == 1 else { return nil }
+        return read(bio)
+    }
+
     private static func generate(_ make: () -> OpaquePointer?) -> KeyPair? {
         guard let key = make() else { return nil }
         defer { EVP_PKEY_free(key) }
