@@ -69,9 +69,11 @@ func benchWebPush() async throws {
     // WEBPUSH_DISPATCH_ROUNDS: more rounds for a profile of the dispatch alone (`perf record -p`).
     let rounds = benchKnob("WEBPUSH_DISPATCH_ROUNDS").map { max(1, $0) } ?? 5
     var sent = 0
+    let cpuBefore = processCPUSeconds()
     let elapsed = try await secondsAsync {
         for _ in 0..<rounds { sent += try await push.sendWebPush(payload, namespace: "bench", nativeSent: false).deliveries.filter { $0.outcome == .sent }.count }
     }
+    let cpu = processCPUSeconds() - cpuBefore
     await push.shutdown()
     let rate = Double(sent) / elapsed
     let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -80,6 +82,16 @@ func benchWebPush() async throws {
     let wire = h2loadRate(url: server.baseURL + "/push/0", body: body, requests: 20_000, streams: 100)
     print(
         "dispatch to 1,000 subscriptions: \(format(rate)) messages   floor × \(cores) cores \(format(ceiling))   ratio \(ratio(rate / ceiling)) (goal ≥ 0.8)")
+    // Where the rest goes: every thread of this process (the seals, the HTTP/2 client, the
+    // stand-in push service) per message, against the floor's one seal; cores / that CPU is the
+    // most this process could send.
+    if sent > 0 {
+        let perMessage = cpu / Double(sent)
+        print(
+            "CPU per message: \(String(format: "%.1f", perMessage * 1e6)) µs, every thread of this process (the stand-in push service too); "
+                + "the floor's seal \(String(format: "%.1f", 1e6 / floorRate)) µs: at this CPU, all \(cores) cores busy would reach "
+                + "\(ratio(Double(cores) / perMessage / ceiling)) of the floor × \(cores)")
+    }
     if let wire {
         print("the wire: h2load re-sending one sealed body \(format(wire)) (\(wire > ceiling ? "not the limit" : "THE LIMIT: below the floor × cores"))")
     } else {
