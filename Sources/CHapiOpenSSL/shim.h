@@ -51,24 +51,29 @@ static inline EVP_PKEY *hapi_pem_read_private_key_no_prompt(BIO *bio, int *asked
 }
 /* The same, asking OpenSSL 3 only for a private key of `keytype` ("EC", "RSA"): PEM_read_bio_PrivateKey
    sets up a decoder chain for every key type and structure OpenSSL knows (~0.6 ms for a P-256
-   PKCS#8 key here), one of a named type ~0.15 ms. NULL when that decoder reads nothing: the caller
-   then asks the general reader, which names the type it found. */
-static inline EVP_PKEY *hapi_pem_read_private_key_of_type_no_prompt(const unsigned char *data, size_t length, const char *keytype, int *asked) {
+   PKCS#8 key here), one of a named type ~0.15 ms. NULL when that decoder reads nothing or what it
+   read has no private part (`private_param`: "priv" for EC, "d" for RSA, the general reader's own
+   check): the caller then asks the general reader, which names the type it found. Errors queued
+   before the call are kept; its own are dropped. */
+static inline EVP_PKEY *hapi_pem_read_private_key_of_type_no_prompt(
+    const unsigned char *data, size_t length, const char *keytype, const char *private_param, int *asked) {
     EVP_PKEY *key = NULL;
+    ERR_set_mark();
     OSSL_DECODER_CTX *decoder = OSSL_DECODER_CTX_new_for_pkey(&key, "PEM", NULL, keytype, EVP_PKEY_KEYPAIR, NULL, NULL);
-    if (decoder == NULL) {
-        ERR_clear_error();
-        return NULL;
-    }
-    if (OSSL_DECODER_CTX_get_num_decoders(decoder) == 0
-        || OSSL_DECODER_CTX_set_pem_password_cb(decoder, hapi_pem_refuse_passphrase, asked) != 1
-        || OSSL_DECODER_from_data(decoder, &data, &length) != 1) {
-        OSSL_DECODER_CTX_free(decoder);
-        EVP_PKEY_free(key);
-        ERR_clear_error();
-        return NULL;
-    }
+    int decoded = decoder != NULL && OSSL_DECODER_CTX_get_num_decoders(decoder) > 0
+        && OSSL_DECODER_CTX_set_pem_password_cb(decoder, hapi_pem_refuse_passphrase, asked) == 1
+        && OSSL_DECODER_from_data(decoder, &data, &length) == 1 && key != NULL;
     OSSL_DECODER_CTX_free(decoder);
+    if (decoded) {
+        BIGNUM *secret = NULL;
+        decoded = EVP_PKEY_get_bn_param(key, private_param, &secret) == 1 && secret != NULL;
+        BN_clear_free(secret);
+    }
+    ERR_pop_to_mark();
+    if (!decoded) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
     return key;
 }
 static inline X509 *hapi_pem_read_x509_no_prompt(BIO *bio) {

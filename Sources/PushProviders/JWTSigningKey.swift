@@ -26,6 +26,14 @@ package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible 
             case .rs256: "RSA"
             }
         }
+
+        /// The parameter only a private key of that type has (`OSSL_PKEY_PARAM_PRIV_KEY`, `OSSL_PKEY_PARAM_RSA_D`).
+        var openSSLPrivateParameter: String {
+            switch self {
+            case .es256: "priv"
+            case .rs256: "d"
+            }
+        }
     }
 
     package let algorithm: Algorithm
@@ -39,12 +47,16 @@ package final class JWTSigningKey: @unchecked Sendable, CustomStringConvertible 
         // Never OpenSSL's default password callback: it prompts on the terminal and blocks.
         var passphraseAsked: Int32 = 0
         let parsedKey: OpaquePointer?? = pem.withUnsafeBytes { raw in
-            guard raw.count <= Int(Int32.max), let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .none }
             // No PEM armour, nothing OpenSSL could read: the malformed answer without setting up its decoders.
             guard Self.holdsPEMArmour(raw) else { return .some(nil) }
+            guard raw.count <= Int(Int32.max), let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .none }
             // The key type asked for first (a quarter of the general reader's cost), then the
             // general reader: it alone says what another key type or an encrypted block is.
-            if let typed = hapi_pem_read_private_key_of_type_no_prompt(base, raw.count, algorithm.openSSLKeyType, &passphraseAsked) { return .some(typed) }
+            if let typed = hapi_pem_read_private_key_of_type_no_prompt(
+                base, raw.count, algorithm.openSSLKeyType, algorithm.openSSLPrivateParameter, &passphraseAsked)
+            {
+                return .some(typed)
+            }
             guard let bio = BIO_new_mem_buf(base, Int32(raw.count)) else { return .none }
             defer { BIO_free(bio) }
             return .some(hapi_pem_read_private_key_no_prompt(bio, &passphraseAsked))

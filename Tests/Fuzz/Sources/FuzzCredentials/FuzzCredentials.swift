@@ -94,6 +94,13 @@ func holdsBase64Run(_ text: String, atLeast minimum: Int) -> Bool {
             UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
             run += 1
             if run >= minimum { return true }
+        case 0xC0...:
+            // A non-ASCII character, which `String.contains` may match to an ASCII one (U+212A
+            // KELVIN SIGN is "K"): counted as one of the run (its continuation bytes are not).
+            run += 1
+            if run >= minimum { return true }
+        case 0x80...0xBF:
+            continue
         default:
             run = 0
         }
