@@ -93,27 +93,28 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
         // and any slashes (`https://`, `http:/`, `http:`), and after every later `://` (a text
         // whose scheme is not a scheme, `h0p:ts://u:pw@h`), and runs to the path, query or
         // fragment. Authorities are redacted from the last, so earlier positions stay valid.
-        var scalars = Array(text.unicodeScalars)
-        var starts = Set<Int>()
-        if let separator = scalars.firstIndex(of: ":") { starts.insert(separator + 1) }
-        for index in 0..<max(0, scalars.count - 2) where scalars[index] == ":" && scalars[index + 1] == "/" && scalars[index + 2] == "/" {
-            starts.insert(index + 1)
+        // On UTF-8 bytes: every delimiter is ASCII, and no byte of a longer character is, so
+        // each cut falls between characters.
+        var bytes = Array(text.utf8)
+        let (colon, slash, backslash, at) = (UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "@"))
+        // No `@`, no user info: most texts, returned as they are.
+        guard bytes.contains(at) else { return text }
+        var starts: [Int] = []
+        if let separator = bytes.firstIndex(of: colon) { starts.append(separator + 1) }
+        for index in 0..<max(0, bytes.count - 2) where bytes[index] == colon && bytes[index + 1] == slash && bytes[index + 2] == slash {
+            if starts.last != index + 1 { starts.append(index + 1) }
         }
         for first in starts.sorted(by: >) {
             var start = first
-            while start < scalars.count, scalars[start] == "/" || scalars[start] == "\\" { start += 1 }
+            while start < bytes.count, bytes[start] == slash || bytes[start] == backslash { start += 1 }
             var end = start
             // A backslash does not end it: some parsers read it as `/`, others as user info,
             // and showing `***` for a path is harmless.
-            while end < scalars.count, scalars[end] != "/", scalars[end] != "?", scalars[end] != "#" { end += 1 }
-            guard let at = (start..<end).last(where: { scalars[$0] == "@" }),
-                  let colon = (start..<at).first(where: { scalars[$0] == ":" })
-            else { continue }
-            scalars.replaceSubrange((colon + 1)..<at, with: "***".unicodeScalars)
+            while end < bytes.count, bytes[end] != slash, bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: "#") { end += 1 }
+            guard let last = bytes[start..<end].lastIndex(of: at), let separator = bytes[start..<last].firstIndex(of: colon) else { continue }
+            bytes.replaceSubrange((separator + 1)..<last, with: "***".utf8)
         }
-        var out = String.UnicodeScalarView()
-        out.append(contentsOf: scalars)
-        return String(out)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether `text` holds a password in its user info.

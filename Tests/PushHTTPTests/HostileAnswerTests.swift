@@ -121,6 +121,45 @@ final class GarbageServer: @unchecked Sendable {
         #expect(!HTTPBaseURL.hasPassword("https://relay.example.test:8443/x"))
     }
 
+    /// The redaction reads UTF-8 bytes and returns a text without `@` as it is; it answers what
+    /// the reading of Unicode scalars it replaced answered, for texts of every kind of character.
+    @Test func theByteReadingRedactsAsTheScalarReadingDid() {
+        func byScalars(_ text: String) -> String {
+            var scalars = Array(text.unicodeScalars)
+            var starts = Set<Int>()
+            if let separator = scalars.firstIndex(of: ":") { starts.insert(separator + 1) }
+            for index in 0..<max(0, scalars.count - 2) where scalars[index] == ":" && scalars[index + 1] == "/" && scalars[index + 2] == "/" {
+                starts.insert(index + 1)
+            }
+            for first in starts.sorted(by: >) {
+                var start = first
+                while start < scalars.count, scalars[start] == "/" || scalars[start] == "\\" { start += 1 }
+                var end = start
+                while end < scalars.count, scalars[end] != "/", scalars[end] != "?", scalars[end] != "#" { end += 1 }
+                guard let at = (start..<end).last(where: { scalars[$0] == "@" }), let colon = (start..<at).first(where: { scalars[$0] == ":" }) else { continue }
+                scalars.replaceSubrange((colon + 1)..<at, with: "***".unicodeScalars)
+            }
+            var out = String.UnicodeScalarView()
+            out.append(contentsOf: scalars)
+            return String(out)
+        }
+        let pieces = [":", "/", "\\", "@", "?", "#", "://", "a", "Z", "9", "é", "\u{212A}", "€", "\u{FFFD}", "😀", "e\u{301}", " ", "%40", "\0"]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var redacted = 0
+        for _ in 0..<20_000 {
+            let text = (0..<next(24)).map { _ in pieces[next(pieces.count)] }.joined()
+            let expected = byScalars(text)
+            #expect(HTTPBaseURL.redactingPassword(text) == expected, "\(text.debugDescription)")
+            if expected != text { redacted += 1 }
+        }
+        // The cases reach the redaction, not only its way out.
+        #expect(redacted > 200)
+    }
+
     @Test func pathSegmentsAreEncoded() {
         #expect(HTTPBaseURL.pathSegment("../../evil?x=1#") == "..%2F..%2Fevil%3Fx%3D1%23")
         #expect(HTTPBaseURL.pathSegment("..") == "%2E%2E")
