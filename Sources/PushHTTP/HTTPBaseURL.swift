@@ -104,7 +104,8 @@ package struct HTTPBaseURL: Sendable, Hashable, CustomStringConvertible {
         for index in 0..<max(0, bytes.count - 2) where bytes[index] == colon && bytes[index + 1] == slash && bytes[index + 2] == slash {
             if starts.last != index + 1 { starts.append(index + 1) }
         }
-        for first in starts.sorted(by: >) {
+        // Found in ascending order: redacted from the last.
+        for first in starts.reversed() {
             var start = first
             while start < bytes.count, bytes[start] == slash || bytes[start] == backslash { start += 1 }
             var end = start
